@@ -1,0 +1,202 @@
+"""The ``hardcse`` command: one sub-command per stage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from hardcse.errors import HardcseError
+
+log = logging.getLogger("hardcse")
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _run_sts(model_source: str, model: object, tasks: list[str], out: Path | None, label: str) -> dict:
+    from hardcse.evaluation.sts import evaluate_sts
+    from hardcse.report.tables import sts_table_markdown
+
+    result = evaluate_sts(model, tasks)
+    row = {**result.scores, "avg7": result.average}
+    table = sts_table_markdown({label: row})
+    print(table)
+    print(f"({result.n_sentences} distinct sentences, {result.seconds:.1f} s)")
+    record = {"model": model_source, **result.to_dict()}
+    if out is not None:
+        _write_json(out / "eval.json", record)
+        (out / "eval.md").write_text(f"# STS evaluation of `{model_source}`\n\n{table}\n", encoding="utf-8")
+    return record
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from hardcse.data.sts import ALL_TASKS
+    from hardcse.encoder.build import load_encoder
+
+    unknown = [t for t in args.tasks if t not in ALL_TASKS]
+    if unknown:
+        raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
+    model = load_encoder(args.model, args.pooling)
+    _run_sts(args.model, model, args.tasks, Path(args.out) if args.out else None, args.model)
+
+
+def cmd_train_encoder(args: argparse.Namespace) -> None:
+    from hardcse.config import EncoderTrainConfig, load_config, save_config
+    from hardcse.data.sts import ALL_TASKS
+    from hardcse.encoder.build import load_encoder
+    from hardcse.encoder.train import train_encoder
+
+    overrides = list(args.overrides)
+    for key in ("model", "mode", "pooling"):
+        if getattr(args, key) is not None:
+            overrides.append(f"{key}={getattr(args, key)}")
+    config = load_config(EncoderTrainConfig, args.config, overrides)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise HardcseError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    tasks = [] if args.no_eval else args.eval_tasks.split(",") if args.eval_tasks else ALL_TASKS
+    unknown = [t for t in tasks if t not in ALL_TASKS]
+    if unknown:
+        raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(config, out / "config.yaml")
+    before = None
+    if tasks:
+        print("before training:")
+        model = load_encoder(config.model, config.pooling)
+        before = _run_sts(config.model, model, tasks, None, f"{config.model} (before)")
+    outcome = train_encoder(config, args.data, out)
+    print(f"best STS-B dev {outcome.best_dev:.2f} at step {outcome.best_step}; saved to {out}")
+    if tasks:
+        print("after training:")
+        after = _run_sts(str(out), outcome.model, tasks, out, f"{out} (after)")
+        _write_json(out / "eval_before_after.json", {"before": before, "after": after})
+
+
+def cmd_train_nli(args: argparse.Namespace) -> None:
+    from hardcse.config import NLITrainConfig, load_config, save_config
+    from hardcse.discriminator.nli import evaluate_nli, train_nli
+    from hardcse.report.tables import nli_table_markdown
+
+    overrides = list(args.overrides) + ([f"model={args.model}"] if args.model else [])
+    config = load_config(NLITrainConfig, args.config, overrides)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise HardcseError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(config, out / "hardcse_config.yaml")
+    discriminator = train_nli(config, out)
+    if not args.no_eval:
+        results = evaluate_nli(discriminator)
+        print(nli_table_markdown(results))
+        _write_json(out / "nli_eval.json", results)
+
+
+def cmd_eval_nli(args: argparse.Namespace) -> None:
+    from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
+    from hardcse.report.tables import nli_table_markdown
+
+    results = evaluate_nli(NLIDiscriminator.load(args.model))
+    print(nli_table_markdown(results))
+    if args.out:
+        _write_json(Path(args.out) / "nli_eval.json", results)
+
+
+def cmd_nli_triplets(args: argparse.Namespace) -> None:
+    from hardcse.data.nli import read_nli_files
+    from hardcse.data.triplets import nli_triplets, write_triplets
+
+    pairs = read_nli_files(args.nli, on_error="skip" if args.skip_bad_rows else "raise")
+    triplets = nli_triplets(pairs)
+    if not triplets:
+        raise HardcseError(f"no premise in {args.nli} has both an entailment and a contradiction hypothesis")
+    write_triplets(args.out, triplets)
+    print(f"{len(triplets)} triplets from {len(pairs)} NLI pairs -> {args.out}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hardcse.data.sts import ALL_TASKS
+    from hardcse.encoder.build import POOLINGS
+
+    parser = argparse.ArgumentParser(prog="hardcse", description="Better sentence encoders from hard contrastive data.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("eval", help="evaluate an encoder on the seven STS tasks and STS-B dev")
+    p.add_argument("--model", required=True, help="bundled:minilm-l6, a folder, or a hub id")
+    p.add_argument("--tasks", nargs="+", default=ALL_TASKS, metavar="TASK", help=f"default: {' '.join(ALL_TASKS)}")
+    p.add_argument("--pooling", default="default", choices=POOLINGS)
+    p.add_argument("--out", help="folder for eval.json and eval.md")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("train-encoder", help="train an encoder with supervised or unsupervised SimCSE")
+    p.add_argument("--model", help="starting encoder (default bundled:minilm-l6)")
+    p.add_argument("--data", required=True, help="sup: triplet CSV (sent0,sent1,hard_neg); unsup: one sentence a line")
+    p.add_argument("--mode", choices=["sup", "unsup"])
+    p.add_argument("--pooling", choices=POOLINGS)
+    p.add_argument("--out", required=True, help="output folder; SentenceTransformer(out) loads the result")
+    p.add_argument("--config", help="YAML with EncoderTrainConfig keys")
+    p.add_argument("--eval-tasks", metavar="T1,T2", help="comma-separated STS tasks before/after (default: all)")
+    p.add_argument("--no-eval", action="store_true", help="skip the STS evaluation before and after")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. batch_size=32")
+    p.set_defaults(func=cmd_train_encoder)
+
+    p = sub.add_parser("train-nli", help="train the 3-way NLI discriminator (cross-encoder + MLP head)")
+    p.add_argument("--model", help="base encoder (default bundled:minilm-l6)")
+    p.add_argument("--out", required=True, help="output folder (a CrossEncoder folder)")
+    p.add_argument("--config", help="YAML with NLITrainConfig keys")
+    p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. epochs=2")
+    p.set_defaults(func=cmd_train_nli)
+
+    p = sub.add_parser("nli-triplets", help="SimCSE triplets (premise, entailment, contradiction) from NLI files")
+    p.add_argument("--nli", nargs="+", required=True, help="NLI files (names under data/ or paths)")
+    p.add_argument("--out", required=True, help="triplet CSV to write")
+    p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed rows instead of stopping")
+    p.set_defaults(func=cmd_nli_triplets)
+
+    p = sub.add_parser("eval-nli", help="accuracy and per-class F1 of an NLI model on the held-out NLI sets")
+    p.add_argument("--model", required=True, help="a folder made by train-nli, or any 3-way NLI cross-encoder")
+    p.add_argument("--out", help="folder for nli_eval.json")
+    p.set_defaults(func=cmd_eval_nli)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hardcse.logs import setup_logging
+
+    args = build_parser().parse_args(argv)
+    setup_logging(logging.DEBUG if args.verbose else logging.INFO)
+    _quiet_libraries()
+    try:
+        args.func(args)
+    except HardcseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Typed configurations: dataclasses with documented defaults, loaded from YAML, overridden by ``key=value``.
+
+Every number of a method lives here with the paper's value or a documented default. A resolved config (every
+default written out) is saved next to the results it produced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from hardcse.data.nli import DEV_FILES, TRAIN_FILES
+from hardcse.errors import HardcseError
+
+T = TypeVar("T")
+
+
+@dataclass
+class EncoderTrainConfig:
+    """Supervised or unsupervised SimCSE on sentence-transformers' trainer (SimCSE paper values where given)."""
+
+    model: str = "bundled:minilm-l6"
+    mode: str = "sup"  # sup: (anchor, positive, hard negative) triplets; unsup: each sentence twice, dropout
+    pooling: str = "default"  # default (as the model has it) | cls | cls_mlp (SimCSE) | mean
+    temperature: float = 0.05  # tau; the loss scale is 1 / tau
+    epochs: float = 1.0
+    max_steps: int = -1  # > 0 overrides epochs
+    batch_size: int = 64
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.0
+    max_seq_length: int = 32  # SimCSE's value
+    eval_steps: int = 50  # STS-B dev every N steps; the best checkpoint is kept
+    seed: int = 42
+    max_examples: int | None = None  # take the first N training rows (quick runs)
+
+
+@dataclass
+class NLITrainConfig:
+    """The NLI discriminator: a pretrained encoder + a one-hidden-layer MLP head, 3-way cross-entropy."""
+
+    model: str = "bundled:minilm-l6"
+    train_files: list[str] = field(default_factory=lambda: list(TRAIN_FILES))
+    dev_files: list[str] = field(default_factory=lambda: list(DEV_FILES))
+    epochs: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.1
+    max_length: int = 128
+    eval_steps: int = 500  # dev accuracy every N steps; the best checkpoint is kept
+    length_grouped: bool = True  # batches of similar length: less padding, faster on CPU
+    seed: int = 42
+    max_examples: int | None = None  # take a random N of the training pairs (quick runs)
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, where)
+            except HardcseError as e:
+                errors.append(str(e))
+        raise HardcseError(errors[0])
+    if origin is list:
+        if not isinstance(value, list):
+            raise HardcseError(f"{where}: expected a list, got {value!r}")
+        (item,) = typing.get_args(tp)
+        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise HardcseError(f"{where}: expected a mapping, got {value!r}")
+        return _from_dict(tp, value, where)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp is float and isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            raise HardcseError(f"{where}: expected float, got {value!r}") from None
+    if tp is bool and not isinstance(value, bool):
+        raise HardcseError(f"{where}: expected true/false, got {value!r}")
+    if tp in (int, float, str) and (not isinstance(value, tp) or isinstance(value, bool) and tp is not bool):
+        raise HardcseError(f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def _from_dict(cls: type[T], data: dict, where: str) -> T:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise HardcseError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()})
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> T:
+    """A ``cls`` from a YAML file (optional) with ``key=value`` overrides (``a.b=3``; values parsed as YAML)."""
+    data: dict = {}
+    where = cls.__name__
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise HardcseError(f"{path}: no such config file")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise HardcseError(f"{path}: not valid YAML ({e})") from None
+        if not isinstance(data, dict):
+            raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
+        where = str(path)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise HardcseError(f"override {item!r}: write key=value")
+        target = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = yaml.safe_load(raw) if raw else ""
+    return _from_dict(cls, data, where)
+
+
+def config_to_dict(config: Any) -> dict:
+    return dataclasses.asdict(config)
+
+
+def save_config(config: Any, path: str | Path) -> None:
+    """Write the resolved config (every default spelled out) as YAML."""
+    Path(path).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8")

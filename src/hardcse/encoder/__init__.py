@@ -1,0 +1,1 @@
+"""Sentence encoders: build, encode fast, train with the SimCSE objectives."""

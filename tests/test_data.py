@@ -1,0 +1,80 @@
+import json
+
+import numpy as np
+import pytest
+
+from hardcse.data.corpus import read_sentences
+from hardcse.data.nli import EVAL_FILES, LABELS, TRAIN_FILES, NLIPairs, read_nli, read_nli_files
+from hardcse.data.sts import ALL_TASKS, STS_YEARS, load_sts_task
+from hardcse.data.triplets import nli_triplets, read_triplets, write_triplets
+from hardcse.errors import HardcseError
+from hardcse.paths import data_dir
+
+
+def test_vendored_files_have_the_documented_row_counts():
+    counts = json.loads((data_dir() / "counts.json").read_text())
+    for year, subsets in STS_YEARS.items():
+        task = load_sts_task(year)
+        assert len(task) == sum(counts[f"{year}/{s}"][0] for s in subsets)
+
+
+def test_sts_task_sizes_follow_the_convention():
+    sizes = {name: len(load_sts_task(name)) for name in ALL_TASKS}
+    assert sizes == {
+        "STS12": 3108,
+        "STS13": 1500,
+        "STS14": 3750,
+        "STS15": 3000,
+        "STS16": 1186,
+        "STS-B": 1379,
+        "SICK-R": 4927,
+        "STS-B-dev": 1500,
+    }
+
+
+def test_sts12_keeps_subset_order():
+    task = load_sts_task("STS12")
+    assert task.sentences1[0].startswith("The problem likely will mean corrective changes")
+    assert task.scores[0] == pytest.approx(4.4)
+
+
+def test_unknown_task():
+    with pytest.raises(HardcseError, match="unknown STS task"):
+        load_sts_task("STS99")
+
+
+def test_nli_reads_sick_columns_and_default_training_size():
+    sick = read_nli(data_dir() / "sts/SICK/trial.tsv")
+    assert len(sick) == 500 and set(sick.labels) <= {0, 1, 2}
+    assert len(read_nli_files(TRAIN_FILES)) == 55_670
+    assert not set(TRAIN_FILES) & set(EVAL_FILES.values())
+
+
+def test_nli_bad_label_is_reported(tmp_path):
+    path = tmp_path / "n.tsv"
+    path.write_text("premise\thypothesis\tlabel\na\tb\tmaybe\n")
+    with pytest.raises(HardcseError, match=r"n\.tsv:2: field 'label'.*must be one of"):
+        read_nli(path)
+
+
+def test_nli_triplets_pair_entailment_with_contradiction():
+    e, n, c = (LABELS.index(x) for x in LABELS)
+    pairs = NLIPairs(
+        premises=["p1", "p1", "p1", "p2", "p2", "p3", "p3", "p3", "p3"],
+        hypotheses=["e1", "n1", "c1", "e2", "n2", "e3a", "c3a", "e3b", "c3b"],
+        labels=[e, n, c, e, n, e, c, e, c],
+    )
+    assert nli_triplets(pairs) == [("p1", "e1", "c1"), ("p3", "e3a", "c3a"), ("p3", "e3b", "c3b")]
+
+
+def test_triplets_roundtrip_with_commas_and_quotes(tmp_path):
+    triplets = [('He said "yes", twice.', "Yes, twice.", "No.")]
+    write_triplets(tmp_path / "t.csv", triplets)
+    assert read_triplets(tmp_path / "t.csv") == triplets
+    assert not (tmp_path / "t.csv.tmp").exists()
+
+
+def test_default_corpus():
+    sentences = read_sentences()
+    assert len(sentences) == 11_915 and all(sentences)
+    assert np.mean([len(s) for s in sentences]) > 20

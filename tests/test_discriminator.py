@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+from sentence_transformers.cross_encoder import CrossEncoder
+
+from hardcse.config import NLITrainConfig, load_config
+from hardcse.data.nli import LABELS
+from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli, nli_metrics, train_nli
+from hardcse.errors import HardcseError
+
+
+def test_nli_metrics_by_hand():
+    probs = np.eye(3)[[0, 0, 1, 2, 2, 1]]
+    labels = [0, 1, 1, 2, 0, 1]
+    metrics = nli_metrics(probs, labels)
+    assert metrics["accuracy"] == pytest.approx(400 / 6)
+    # entailment: tp 1, predicted 2, gold 2 -> P = R = 0.5 -> F1 50
+    assert metrics["f1_entailment"] == pytest.approx(50.0)
+    # neutral: tp 2, predicted 2, gold 3 -> P 1, R 2/3 -> F1 80
+    assert metrics["f1_neutral"] == pytest.approx(80.0)
+
+
+def test_probabilities_follow_the_fixed_label_order_whatever_the_model_order(tiny_bert_dir):
+    order = ["contradiction", "entailment", "neutral"]
+    model = CrossEncoder(str(tiny_bert_dir), num_labels=3, config_kwargs={"id2label": dict(enumerate(order))})
+    discriminator = NLIDiscriminator(model)
+    probs = discriminator.predict_proba(["A man sleeps."] * 2, ["A man rests.", "Nobody sleeps."])
+    logits = np.asarray(model.predict([("A man sleeps.", "A man rests.")], activation_fn=lambda x: x))
+    raw = np.exp(logits[0]) / np.exp(logits[0]).sum()
+    assert probs.shape == (2, 3) and np.allclose(probs.sum(axis=1), 1)
+    assert probs[0] == pytest.approx([raw[order.index(label)] for label in LABELS], abs=1e-5)
+
+
+def test_a_model_without_nli_labels_is_refused(tiny_bert_dir):
+    with pytest.raises(HardcseError, match="expected the three labels"):
+        NLIDiscriminator(CrossEncoder(str(tiny_bert_dir), num_labels=2))
+
+
+def test_training_refuses_evaluation_files():
+    config = load_config(NLITrainConfig, overrides=["train_files=[nli/SNLI/test.tsv]"])
+    with pytest.raises(HardcseError, match="cannot be training data"):
+        train_nli(config, "unused")
+
+
+def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
+    small = tmp_path / "small.tsv"
+    small.write_text("premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n")
+    overrides = [
+        f"model={tiny_bert_dir}",
+        "max_examples=64",
+        "batch_size=16",
+        "eval_steps=2",
+        f"dev_files=[{small}]",
+    ]
+    discriminator = train_nli(load_config(NLITrainConfig, overrides=overrides), tmp_path / "nli")
+    reloaded = NLIDiscriminator.load(str(tmp_path / "nli"))
+    a = discriminator.predict_proba(["A man sleeps."], ["A man rests."])
+    assert a == pytest.approx(reloaded.predict_proba(["A man sleeps."], ["A man rests."]), abs=1e-6)
+    results = evaluate_nli(reloaded, {"small": str(small)})
+    assert results["small"]["n"] == 2 and 0 <= results["small"]["accuracy"] <= 100
