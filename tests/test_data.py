@@ -78,3 +78,24 @@ def test_default_corpus():
     sentences = read_sentences()
     assert len(sentences) == 11_915 and all(sentences)
     assert np.mean([len(s) for s in sentences]) > 20
+
+
+def test_mrpc_and_qqp_pairs():
+    from hardcse.data.pairs import read_labeled_pairs
+
+    mrpc = read_labeled_pairs(data_dir() / "pairs/MRPC/train.tsv")
+    assert len(mrpc) == 3576 and set(mrpc.labels) == {0, 1}
+    assert mrpc.sentences1[0].startswith('Amrozi accused his brother, whom he called "the witness"')
+    qqp = read_labeled_pairs(data_dir() / "pairs/QQP-sample/dev.tsv", ("question1", "question2", "label"))
+    assert len(qqp) == 1000
+
+
+def test_user_scored_pairs(tmp_path):
+    from hardcse.data.sts import read_scored_pairs
+
+    path = tmp_path / "mine.csv"
+    path.write_text("sentence1,sentence2,score\na,b,1.5\nc,d,x\n")
+    with pytest.raises(HardcseError, match=r"mine\.csv:3: field 'score'"):
+        read_scored_pairs(path)
+    pairs = read_scored_pairs(path, on_error="skip")
+    assert pairs.name == "mine" and pairs.scores.tolist() == [1.5]

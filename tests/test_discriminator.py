@@ -43,7 +43,9 @@ def test_training_refuses_evaluation_files():
 
 def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
     small = tmp_path / "small.tsv"
-    small.write_text("premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n")
+    small.write_text(
+        "premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n"
+    )
     overrides = [
         f"model={tiny_bert_dir}",
         "max_examples=64",

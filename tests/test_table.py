@@ -4,7 +4,7 @@ from hardcse.data.table import read_table
 from hardcse.errors import HardcseError
 
 
-def write(tmp_path, name, text, mode="w"):
+def write(tmp_path, name, text):
     path = tmp_path / name
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -48,7 +48,7 @@ def test_wrong_field_count(tmp_path):
 
 
 def test_wrong_encoding_names_the_line(tmp_path):
-    path = write(tmp_path, "a.txt", "good line\n".encode() + b"caf\xe9 latin-1\n")
+    path = write(tmp_path, "a.txt", b"good line\n" + b"caf\xe9 latin-1\n")
     with pytest.raises(HardcseError, match=r"a\.txt:2: not UTF-8"):
         read_table(path, ["text"])
 

@@ -5,7 +5,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from conftest import SENTENCES
-from hardcse.config import load_config, EncoderTrainConfig
+from hardcse.config import EncoderTrainConfig, load_config
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.train import simcse_dataset, train_encoder
 from hardcse.errors import HardcseError

@@ -30,7 +30,7 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _run_sts(model_source: str, model: object, tasks: list[str], out: Path | None, label: str) -> dict:
+def _run_sts(model_source: str, model: object, tasks: list, out: Path | None, label: str) -> dict:
     from hardcse.evaluation.sts import evaluate_sts
     from hardcse.report.tables import sts_table_markdown
 
@@ -47,14 +47,15 @@ def _run_sts(model_source: str, model: object, tasks: list[str], out: Path | Non
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from hardcse.data.sts import ALL_TASKS
+    from hardcse.data.sts import ALL_TASKS, read_scored_pairs
     from hardcse.encoder.build import load_encoder
 
     unknown = [t for t in args.tasks if t not in ALL_TASKS]
     if unknown:
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
+    tasks = [read_scored_pairs(path) for path in args.pairs] if args.pairs else args.tasks
     model = load_encoder(args.model, args.pooling)
-    _run_sts(args.model, model, args.tasks, Path(args.out) if args.out else None, args.model)
+    _run_sts(args.model, model, tasks, Path(args.out) if args.out else None, args.model)
 
 
 def cmd_train_encoder(args: argparse.Namespace) -> None:
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate an encoder on the seven STS tasks and STS-B dev")
     p.add_argument("--model", required=True, help="bundled:minilm-l6, a folder, or a hub id")
     p.add_argument("--tasks", nargs="+", default=ALL_TASKS, metavar="TASK", help=f"default: {' '.join(ALL_TASKS)}")
+    p.add_argument("--pairs", nargs="+", metavar="FILE", help="your own pair files (sentence1, sentence2, score)")
     p.add_argument("--pooling", default="default", choices=POOLINGS)
     p.add_argument("--out", help="folder for eval.json and eval.md")
     p.set_defaults(func=cmd_eval)

@@ -77,6 +77,10 @@ def convert_gguf(gguf_file: Path, target: Path) -> Path:
     missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
     if missing or unexpected:
         raise HardcseError(f"{gguf_file}: conversion mismatch, missing={missing} unexpected={unexpected}")
+    probe = tokenizer("The conversion keeps the logits.", return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        if not torch.allclose(loaded(probe).logits, fresh(probe).logits, atol=1e-4):
+            raise HardcseError(f"{gguf_file}: the converted model's logits differ from the GGUF model's")
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     fresh.save_pretrained(tmp)

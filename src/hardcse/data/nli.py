@@ -46,9 +46,7 @@ class NLIPairs:
         return len(self.labels)
 
     def __add__(self, other: NLIPairs) -> NLIPairs:
-        return NLIPairs(
-            self.premises + other.premises, self.hypotheses + other.hypotheses, self.labels + other.labels
-        )
+        return NLIPairs(self.premises + other.premises, self.hypotheses + other.hypotheses, self.labels + other.labels)
 
 
 def _label(text: str) -> int:

@@ -60,9 +60,7 @@ class _Problem(Exception):
 def detect_format(path: Path) -> str:
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise HardcseError(
-            f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(sorted(FORMATS))}"
-        )
+        raise HardcseError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(sorted(FORMATS))}")
     return fmt
 
 
@@ -102,7 +100,9 @@ def read_table(
             row = _check_row(path, line, raw, columns, converters, max_field_chars, allow_empty)
         except _Problem as problem:
             if on_error == "raise":
-                raise HardcseError(f"{problem}\n  (pass on_error='skip' / --skip-bad-rows to count and skip such rows)") from None
+                raise HardcseError(
+                    f"{problem}\n  (pass on_error='skip' / --skip-bad-rows to count and skip such rows)"
+                ) from None
             table.skipped[problem.reason] += 1
             if len(table.first_problems) < 5:
                 table.first_problems.append(str(problem))
@@ -185,18 +185,24 @@ def _records(
             continue
         end = reader.line_num
         if end > start and any("\n" in c or "\r" in c for c in cells):
-            yield start, _Problem(
-                "broken quoting",
-                f"{path}:{start}: a quoted field runs over {end - start + 1} lines (to line {end}); "
-                "a quote is probably not closed",
+            yield (
+                start,
+                _Problem(
+                    "broken quoting",
+                    f"{path}:{start}: a quoted field runs over {end - start + 1} lines (to line {end}); "
+                    "a quote is probably not closed",
+                ),
             )
         elif not cells or (len(cells) == 1 and not cells[0].strip() and len(header) > 1):
             pass  # a blank line is not a record
         elif len(cells) != len(header):
-            yield start, _Problem(
-                "wrong number of fields",
-                f"{path}:{start}: {len(cells)} fields, the header has {len(header)} "
-                f"(a stray {'tab' if delimiter == chr(9) else 'comma'} or quote?)",
+            yield (
+                start,
+                _Problem(
+                    "wrong number of fields",
+                    f"{path}:{start}: {len(cells)} fields, the header has {len(header)} "
+                    f"(a stray {'tab' if delimiter == chr(9) else 'comma'} or quote?)",
+                ),
             )
         else:
             yield start, dict(zip(header, cells, strict=True))

@@ -173,6 +173,7 @@ def train_nli(
         seed=config.seed,
         data_seed=config.seed,
         report_to="none",
+        dataloader_pin_memory=False,
         batch_sampler=LengthGroupedBatchSampler if config.length_grouped else "batch_sampler",
         disable_tqdm=False,
     )

@@ -50,7 +50,10 @@ def encode(
     batches = token_budget_batches(lengths, tokens_per_batch)
     out: np.ndarray | None = None
     model.eval()
-    with torch.inference_mode(), tqdm(total=len(sentences), desc="encode", unit="sent", disable=not show_progress) as bar:
+    with (
+        torch.inference_mode(),
+        tqdm(total=len(sentences), desc="encode", unit="sent", disable=not show_progress) as bar,
+    ):
         for idx in batches:
             features = model.preprocess([sentences[i] for i in idx])
             features = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}

@@ -103,6 +103,7 @@ def train_encoder(
         seed=config.seed,
         data_seed=config.seed,
         report_to="none",
+        dataloader_pin_memory=False,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.mode == "sup" else BatchSamplers.BATCH_SAMPLER,
     )

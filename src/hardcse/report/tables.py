@@ -9,8 +9,10 @@ from hardcse.data.sts import DEV_TASK, SEVEN_TASKS
 
 
 def sts_table_markdown(rows: Mapping[str, Mapping[str, float]]) -> str:
-    """One row per model: the seven STS tasks, their average and STS-B dev (Spearman x 100)."""
-    columns = [t for t in [*SEVEN_TASKS, "avg7", DEV_TASK] if any(scores.get(t) is not None for scores in rows.values())]
+    """One row per model: the seven STS tasks, their average, STS-B dev, then any other task (Spearman x 100)."""
+    known = [*SEVEN_TASKS, "avg7", DEV_TASK]
+    others = list(dict.fromkeys(t for scores in rows.values() for t in scores if t not in known))
+    columns = [t for t in known + others if any(scores.get(t) is not None for scores in rows.values())]
     lines = ["| model | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for name, scores in rows.items():
         cells = [f"{scores[c]:.2f}" if scores.get(c) is not None else "" for c in columns]

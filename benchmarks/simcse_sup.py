@@ -1,0 +1,83 @@
+"""Supervised SimCSE on the bundled encoder with triplets from SNLI dev; STS before and after.
+
+    python benchmarks/simcse_sup.py [--out runs/simcse-sup-snli-dev] [key=value ...]
+
+Runs the two CLI commands below and records wall time and scores in benchmarks/results/simcse_sup.{json,md}:
+    hardcse nli-triplets --nli nli/SNLI/dev.tsv --out OUT/snli_dev_triplets.csv
+    hardcse train-encoder --model bundled:minilm-l6 --data OUT/snli_dev_triplets.csv --mode sup --out OUT/encoder
+"""
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from hardcse.cli import main as hardcse
+from hardcse.report.tables import sts_table_markdown
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/simcse-sup-snli-dev")
+    parser.add_argument("overrides", nargs="*", help="EncoderTrainConfig overrides for train-encoder")
+    args = parser.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    triplets = out / "snli_dev_triplets.csv"
+    commands = [
+        ["nli-triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)],
+        ["train-encoder", "--model", "bundled:minilm-l6", "--data", str(triplets), "--mode", "sup"]
+        + ["--out", str(out / "encoder"), *args.overrides],
+    ]
+    start = time.perf_counter()
+    for command in commands:
+        if hardcse(command) != 0:
+            sys.exit(f"failed: hardcse {' '.join(command)}")
+    seconds = time.perf_counter() - start
+    result = json.loads((out / "encoder" / "eval_before_after.json").read_text())
+    training = json.loads((out / "encoder" / "training.json").read_text())
+    n_triplets = sum(1 for _ in triplets.open()) - 1
+    record = {
+        "command": "python " + " ".join(sys.argv),
+        "cli": ["hardcse " + " ".join(c) for c in commands],
+        "date": time.strftime("%Y-%m-%d"),
+        "seconds_total": round(seconds, 1),
+        "n_triplets": n_triplets,
+        "training": training,
+        "before": result["before"],
+        "after": result["after"],
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "simcse_sup.json").write_text(json.dumps(record, indent=2))
+    rows = {
+        f"{side} ({r['model']})": {**r["scores"], "avg7": r["avg7"]}
+        for side, r in (("before", result["before"]), ("after", result["after"]))
+    }
+    md = "\n".join(
+        [
+            f"# Supervised SimCSE on SNLI-dev triplets ({record['date']})",
+            "",
+            f"`{record['command']}`, which runs:",
+            "",
+            *[f"    {c}" for c in record["cli"]],
+            "",
+            f"{n_triplets} triplets; whole run (both evaluations included) {seconds / 60:.1f} min; "
+            f"best STS-B dev {training['best_dev']:.2f} at step {training['best_step']}.",
+            "",
+            sts_table_markdown(rows),
+            "",
+            "STS-B dev during training: "
+            + ", ".join(f"step {h['step']}: {h['sts_dev']:.2f}" for h in training["dev_history"]),
+            "",
+        ]
+    )
+    (RESULTS / "simcse_sup.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

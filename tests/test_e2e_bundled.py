@@ -1,0 +1,90 @@
+"""End-to-end runs of the CLI on the bundled models, at small sizes."""
+
+import json
+import time
+
+import pytest
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+from hardcse.cli import main
+from hardcse.data.sts import load_sts_task
+from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.resources import BUNDLED_ENCODER, BUNDLED_GENERATOR, resolve_model
+
+
+def test_eval_matches_an_independent_evaluation(tmp_path, capsys):
+    assert main(["eval", "--model", BUNDLED_ENCODER, "--tasks", "STS-B-dev", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "eval.json").read_text())
+    assert "| STS-B-dev |" in capsys.readouterr().out
+    dev = load_sts_task("STS-B-dev")
+    reference = EmbeddingSimilarityEvaluator(dev.sentences1, dev.sentences2, dev.scores.tolist())
+    model = SentenceTransformer(str(resolve_model(BUNDLED_ENCODER)))
+    expected = reference(model)[reference.primary_metric] * 100
+    assert round(record["scores"]["STS-B-dev"], 2) == round(expected, 2)
+    assert (tmp_path / "eval.md").is_file()
+
+
+def test_train_encoder_sup_from_nli_triplets(tmp_path):
+    triplets = tmp_path / "snli_dev.csv"
+    assert main(["nli-triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)]) == 0
+    out = tmp_path / "encoder"
+    args = ["train-encoder", "--model", BUNDLED_ENCODER, "--data", str(triplets), "--mode", "sup"]
+    args += ["--out", str(out), "--eval-tasks", "STS-B-dev", "max_steps=2", "eval_steps=2", "batch_size=8"]
+    assert main(args) == 0
+    result = json.loads((out / "eval_before_after.json").read_text())
+    assert set(result) == {"before", "after"}
+    assert abs(result["after"]["scores"]["STS-B-dev"] - result["before"]["scores"]["STS-B-dev"]) < 5
+    assert SentenceTransformer(str(out)).encode(["It loads."]).shape == (1, 384)
+    assert main(args) == 2  # refuses to overwrite a finished run
+
+
+def test_train_nli_on_the_bundled_encoder(tmp_path):
+    dev = tmp_path / "dev.tsv"
+    rows = ["premise\thypothesis\tlabel", "A dog runs.\tAn animal moves.\tentailment", "A dog.\tA cat.\tcontradiction"]
+    dev.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "nli"
+    args = ["train-nli", "--model", BUNDLED_ENCODER, "--out", str(out), "--no-eval"]
+    assert main(args + ["max_examples=64", "batch_size=16", "eval_steps=4", f"dev_files=[{dev}]"]) == 0
+    probs = NLIDiscriminator.load(str(out)).predict_proba(["A dog runs."], ["An animal moves."])
+    assert probs.shape == (1, 3) and probs.sum() == pytest.approx(1, abs=1e-5)
+
+
+def test_bundled_generator_is_converted_once_then_loads_fast(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
+    path = resolve_model(BUNDLED_GENERATOR)
+    start = time.perf_counter()
+    assert resolve_model(BUNDLED_GENERATOR) == path
+    assert time.perf_counter() - start < 1
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    assert tokenizer.chat_template
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Say hello."}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
+    out = model.generate(**ids, max_new_tokens=8, do_sample=False)
+    assert tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
+
+
+def test_user_mistakes_get_one_line_errors(capsys, tmp_path):
+    assert main(["eval", "--model", "nobody/nothing"]) == 2
+    assert main(["train-encoder", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"), "--no-eval"]) == 2
+    err = capsys.readouterr().err
+    assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err
+    assert "Traceback" not in err
+
+
+def test_eval_on_a_user_pair_file(tmp_path, capsys):
+    path = tmp_path / "mine.csv"
+    rows = [
+        "sentence1,sentence2,score",
+        "A man plays.,A man is playing.,5",
+        "A cat.,Stocks fell.,0",
+        "Dogs run.,Dogs run fast.,4",
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["eval", "--model", BUNDLED_ENCODER, "--pairs", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| model | mine |" in out and "| 100.00 |" in out  # the bundled encoder ranks these three pairs right
