@@ -73,6 +73,7 @@ def test_user_mistakes_get_one_line_errors(capsys, tmp_path):
     assert main(["train-encoder", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"), "--no-eval"]) == 2
     err = capsys.readouterr().err
     assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err
+    assert not (tmp_path / "o").exists()  # nothing written before the input was checked
     assert "Traceback" not in err
 
 

@@ -7,7 +7,7 @@ from sentence_transformers import SentenceTransformer
 from conftest import SENTENCES
 from hardcse.config import EncoderTrainConfig, load_config
 from hardcse.encoder.build import load_encoder
-from hardcse.encoder.train import simcse_dataset, train_encoder
+from hardcse.encoder.train import read_training_data, simcse_dataset, train_encoder
 from hardcse.errors import HardcseError
 
 
@@ -30,11 +30,14 @@ def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tm
 
 
 def test_dataset_shapes(triplet_file):
-    assert simcse_dataset("sup", triplet_file).column_names == ["anchor", "positive", "negative"]
+    triplets = read_training_data("sup", triplet_file)
+    assert simcse_dataset("sup", triplets).column_names == ["anchor", "positive", "negative"]
     unsup = simcse_dataset("unsup", ["a", "b"])
     assert unsup["anchor"] == unsup["positive"] == ["a", "b"]
     with pytest.raises(HardcseError, match="mode 'semi'"):
-        simcse_dataset("semi", ["a"])
+        read_training_data("semi", triplet_file)
+    with pytest.raises(HardcseError, match="no training data"):
+        simcse_dataset("sup", [])
 
 
 @pytest.mark.parametrize("pooling", ["cls", "cls_mlp", "mean"])

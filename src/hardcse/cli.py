@@ -53,56 +53,56 @@ def cmd_eval(args: argparse.Namespace) -> None:
     unknown = [t for t in args.tasks if t not in ALL_TASKS]
     if unknown:
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
-    tasks = [read_scored_pairs(path) for path in args.pairs] if args.pairs else args.tasks
+    on_error = "skip" if args.skip_bad_rows else "raise"
+    tasks = [read_scored_pairs(path, on_error=on_error) for path in args.pairs] if args.pairs else args.tasks
     model = load_encoder(args.model, args.pooling)
     _run_sts(args.model, model, tasks, Path(args.out) if args.out else None, args.model)
 
 
+def _fresh_output(path: str, overwrite: bool) -> Path:
+    out = Path(path)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise HardcseError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    return out
+
+
 def cmd_train_encoder(args: argparse.Namespace) -> None:
-    from hardcse.config import EncoderTrainConfig, load_config, save_config
+    from hardcse.config import EncoderTrainConfig, load_config
     from hardcse.data.sts import ALL_TASKS
     from hardcse.encoder.build import load_encoder
-    from hardcse.encoder.train import train_encoder
+    from hardcse.encoder.train import read_training_data, train_encoder
 
     overrides = list(args.overrides)
     for key in ("model", "mode", "pooling"):
         if getattr(args, key) is not None:
             overrides.append(f"{key}={getattr(args, key)}")
     config = load_config(EncoderTrainConfig, args.config, overrides)
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        raise HardcseError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
+    out = _fresh_output(args.out, args.overwrite)
     tasks = [] if args.no_eval else args.eval_tasks.split(",") if args.eval_tasks else ALL_TASKS
     unknown = [t for t in tasks if t not in ALL_TASKS]
     if unknown:
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
-    out.mkdir(parents=True, exist_ok=True)
-    save_config(config, out / "config.yaml")
+    data = read_training_data(config.mode, args.data, "skip" if args.skip_bad_rows else "raise")
     before = None
     if tasks:
         print("before training:")
-        model = load_encoder(config.model, config.pooling)
-        before = _run_sts(config.model, model, tasks, None, f"{config.model} (before)")
-    outcome = train_encoder(config, args.data, out)
+        before = _run_sts(config.model, load_encoder(config.model, config.pooling), tasks, None, f"{config.model}")
+    outcome = train_encoder(config, data, out)
     print(f"best STS-B dev {outcome.best_dev:.2f} at step {outcome.best_step}; saved to {out}")
     if tasks:
         print("after training:")
-        after = _run_sts(str(out), outcome.model, tasks, out, f"{out} (after)")
+        after = _run_sts(str(out), outcome.model, tasks, out, str(out))
         _write_json(out / "eval_before_after.json", {"before": before, "after": after})
 
 
 def cmd_train_nli(args: argparse.Namespace) -> None:
-    from hardcse.config import NLITrainConfig, load_config, save_config
+    from hardcse.config import NLITrainConfig, load_config
     from hardcse.discriminator.nli import evaluate_nli, train_nli
     from hardcse.report.tables import nli_table_markdown
 
     overrides = list(args.overrides) + ([f"model={args.model}"] if args.model else [])
     config = load_config(NLITrainConfig, args.config, overrides)
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()) and not args.overwrite:
-        raise HardcseError(f"{out} exists and is not empty; choose another --out or pass --overwrite")
-    out.mkdir(parents=True, exist_ok=True)
-    save_config(config, out / "hardcse_config.yaml")
+    out = _fresh_output(args.out, args.overwrite)
     discriminator = train_nli(config, out)
     if not args.no_eval:
         results = evaluate_nli(discriminator)
@@ -145,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", nargs="+", default=ALL_TASKS, metavar="TASK", help=f"default: {' '.join(ALL_TASKS)}")
     p.add_argument("--pairs", nargs="+", metavar="FILE", help="your own pair files (sentence1, sentence2, score)")
     p.add_argument("--pooling", default="default", choices=POOLINGS)
+    p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed rows instead of stopping")
     p.add_argument("--out", help="folder for eval.json and eval.md")
     p.set_defaults(func=cmd_eval)
 
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML with EncoderTrainConfig keys")
     p.add_argument("--eval-tasks", metavar="T1,T2", help="comma-separated STS tasks before/after (default: all)")
     p.add_argument("--no-eval", action="store_true", help="skip the STS evaluation before and after")
+    p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed rows instead of stopping")
     p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. batch_size=32")
     p.set_defaults(func=cmd_train_encoder)

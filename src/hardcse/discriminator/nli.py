@@ -26,7 +26,7 @@ from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 from transformers import TrainerCallback
 
 from hardcse.batching import LengthGroupedBatchSampler
-from hardcse.config import NLITrainConfig
+from hardcse.config import NLITrainConfig, save_config
 from hardcse.data.nli import EVAL_FILES, LABEL_ID, LABELS, NLIPairs, read_nli_files
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
@@ -189,4 +189,5 @@ def train_nli(
     trainer.train()
     discriminator = NLIDiscriminator(model)
     discriminator.save(out_dir)
+    save_config(config, out_dir / "hardcse_config.yaml")
     return discriminator

@@ -25,9 +25,10 @@ from sentence_transformers.sentence_transformer.training_args import (
 )
 from transformers import TrainerCallback
 
-from hardcse.config import EncoderTrainConfig
+from hardcse.config import EncoderTrainConfig, save_config
 from hardcse.data.corpus import read_sentences
 from hardcse.data.sts import DEV_TASK, load_sts_task
+from hardcse.data.table import OnError
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
@@ -47,19 +48,24 @@ class TrainOutcome:
     history: list[dict]
 
 
-def simcse_dataset(mode: str, data: str | Path | list[Triplet] | list[str]) -> Dataset:
-    """The trainer's dataset: (anchor, positive, negative) for ``sup``, (anchor, positive=anchor) for ``unsup``."""
+def read_training_data(mode: str, path: str | Path, on_error: OnError = "raise") -> list[Triplet] | list[str]:
+    """Triplets (``sup``) or sentences (``unsup``) from a file, checked row by row."""
     if mode == "sup":
-        triplets = read_triplets(data) if isinstance(data, str | Path) else data
-        if not triplets:
-            raise HardcseError("no training triplets")
-        anchors, positives, negatives = (list(col) for col in zip(*triplets, strict=True))
+        return read_triplets(path, on_error)
+    if mode == "unsup":
+        return read_sentences(path, on_error=on_error)
+    raise HardcseError(f"mode {mode!r}: choose sup (triplets) or unsup (sentences)")
+
+
+def simcse_dataset(mode: str, data: list[Triplet] | list[str]) -> Dataset:
+    """The trainer's dataset: (anchor, positive, negative) for ``sup``, (anchor, positive=anchor) for ``unsup``."""
+    if not data:
+        raise HardcseError("no training data")
+    if mode == "sup":
+        anchors, positives, negatives = (list(col) for col in zip(*data, strict=True))
         return Dataset.from_dict({"anchor": anchors, "positive": positives, "negative": negatives})
     if mode == "unsup":
-        sentences = read_sentences(data) if isinstance(data, str | Path) else data
-        if not sentences:
-            raise HardcseError("no training sentences")
-        return Dataset.from_dict({"anchor": list(sentences), "positive": list(sentences)})
+        return Dataset.from_dict({"anchor": list(data), "positive": list(data)})
     raise HardcseError(f"mode {mode!r}: choose sup (triplets) or unsup (sentences)")
 
 
@@ -75,6 +81,8 @@ def train_encoder(
     ``model`` continues training an already loaded encoder instead of loading ``config.model``.
     """
     out_dir = Path(out_dir)
+    if isinstance(data, str | Path):
+        data = read_training_data(config.mode, data)
     dataset = simcse_dataset(config.mode, data)
     if config.max_examples is not None:
         dataset = dataset.select(range(min(config.max_examples, len(dataset))))
@@ -83,6 +91,8 @@ def train_encoder(
     eval_length = model.max_seq_length  # train on short inputs (SimCSE: 32 tokens), evaluate and save at full length
     model.max_seq_length = config.max_seq_length
     loss = MultipleNegativesRankingLoss(model, scale=1.0 / config.temperature)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_config(config, out_dir / "config.yaml")
     checkpoints = out_dir / "checkpoints"
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints),
