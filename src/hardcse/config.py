@@ -58,6 +58,77 @@ class NLITrainConfig:
     max_examples: int | None = None  # take a random N of the training pairs (quick runs)
 
 
+POSITIVE_PROMPT = (
+    "Generate a positive variation of Original Sentence, ensuring it has same meaning, exhibits different "
+    'syntactical and grammatical structures. Original: "[X]" Positive:'
+)
+NEGATIVE_PROMPT = (
+    "Generate a negative variation of Original Sentence, ensuring it has a completely different meaning, "
+    'similar syntax and grammar. Original: "[X]" Negative:'
+)
+
+
+@dataclass
+class GeneratorConfig:
+    """The LLM that writes positives and negatives: model, prompts (paper Table 1), LoRA, sampling."""
+
+    model: str = "bundled:smollm2-135m"
+    positive_prompt: str = POSITIVE_PROMPT  # [X] is replaced by the anchor
+    negative_prompt: str = NEGATIVE_PROMPT
+    # Replaces the chat template's default system prompt (SmolLM2's is 20 tokens of self-introduction);
+    # null keeps the template's own, "" sends none where the template allows it.
+    system_prompt: str | None = "You rewrite sentences."
+    few_shot: list[dict] = field(default_factory=list)  # [{anchor, positive, negative}] shown before the anchor
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    max_new_tokens: int = 48
+    temperature: float = 1.0
+    top_k: int = 0  # 0: no top-k truncation
+    top_p: float = 1.0
+    batch_size: int = 16  # generation batch for synthesis
+    seed: int = 42
+
+
+@dataclass
+class RewardConfig:
+    """The dual reward r = w1*r1 + w2*r2 (ART). Omega and the alphas were chosen by measuring the bundled
+    models on corpus anchors: see benchmarks/results/reward_calibration.md."""
+
+    w1: float = 0.5  # correctness weight (paper)
+    w2: float = 0.5  # difficulty weight (paper)
+    omega: float = 0.5  # r1 = P(target | x, y) - omega
+    alpha_pos: float = 0.5  # positives below this cosine are noise: sign flips r2
+    alpha_neg: float = 0.9  # negatives above this cosine are noise (near copies): sign flips r2
+    invalid_penalty: float = -1.0  # reward of a response the parser rejects
+
+
+@dataclass
+class PPOConfig:
+    """PPO on a bandit environment (one prompt, one response, one reward), CleanRL-style, with TRL's PPO values
+    as used by the ART authors' code where they differ from nothing."""
+
+    steps: int = 30
+    batch_size: int = 16  # rollouts per step, half positive and half negative prompts
+    minibatch_size: int = 8
+    ppo_epochs: int = 4
+    learning_rate: float = 1.41e-5
+    kl_coef: float = 0.2  # beta: per-token KL penalty against the adapter-free reference
+    adaptive_kl: bool = True
+    kl_target: float = 0.1
+    kl_horizon: int = 10000
+    gamma: float = 1.0
+    lam: float = 0.95
+    cliprange: float = 0.2
+    cliprange_value: float = 0.2
+    vf_coef: float = 0.1
+    max_grad_norm: float = 1.0
+    whiten_advantages: bool = True
+    save_every: int = 10
+    seed: int = 42
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)

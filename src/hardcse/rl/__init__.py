@@ -1,0 +1,1 @@
+"""Reinforcement tuning of the generator: the dual reward and PPO."""

@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+
+from hardcse.config import RewardConfig
+from hardcse.rl.reward import dual_reward
+
+CONFIG = RewardConfig(w1=0.5, w2=0.5, omega=0.6, alpha_pos=0.7, alpha_neg=0.8, invalid_penalty=-1)
+
+
+def test_positive_reward_by_hand():
+    # P = 0.9, s = 0.75 (inside the band): r1 = 0.3, r2 = (1 - .75) * +1 = 0.25, r = 0.275
+    r, r1, r2 = dual_reward(np.array([0.9]), np.array([0.75]), np.array([True]), CONFIG)
+    assert (r[0], r1[0], r2[0]) == pytest.approx((0.275, 0.3, 0.25))
+    # s = 0.5 < alpha_pos: noise, r2 = (1 - .5) * -1 = -0.5
+    r, _, r2 = dual_reward(np.array([0.9]), np.array([0.5]), np.array([True]), CONFIG)
+    assert r2[0] == pytest.approx(-0.5) and r[0] == pytest.approx(0.5 * 0.3 - 0.25)
+
+
+def test_negative_reward_by_hand():
+    # s = 0.6 <= alpha_neg: r2 = 0.6; P = 0.2 -> r1 = -0.4; r = 0.1
+    r, r1, r2 = dual_reward(np.array([0.2]), np.array([0.6]), np.array([False]), CONFIG)
+    assert (r[0], r1[0], r2[0]) == pytest.approx((0.1, -0.4, 0.6))
+    # s = 0.95 > alpha_neg: near copy, r2 = -0.95
+    assert dual_reward(np.array([0.2]), np.array([0.95]), np.array([False]), CONFIG)[2][0] == pytest.approx(-0.95)
+
+
+def test_sign_of_zero_is_zero():
+    _, _, r2 = dual_reward(np.array([0.5, 0.5]), np.array([0.7, 0.8]), np.array([True, False]), CONFIG)
+    assert r2.tolist() == [0.0, 0.0]
+
+
+def test_harder_valid_positive_scores_higher():
+    p = np.array([0.9, 0.9])
+    r, _, _ = dual_reward(p, np.array([0.95, 0.72]), np.array([True, True]), CONFIG)
+    assert r[1] > r[0]
