@@ -7,7 +7,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from transformers import AutoTokenizer, BertConfig, BertModel  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 
 from hardcse.resources import bundled_encoder_dir  # noqa: E402
 
@@ -66,4 +74,51 @@ def triplet_file(tmp_path):
     for i, s in enumerate(SENTENCES):
         rows.append(f'"{s}","{s.replace("A ", "One ")}","{SENTENCES[(i + 3) % len(SENTENCES)]}"')
     path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+WORDS = ["[PAD]", "[EOS]", "[UNK]", "good", "bad", "cat", "dog", "runs", "sleeps", "the", "a", "very"]
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tmp_path_factory):
+    """A 2-layer Llama over a 12-word vocabulary, random weights, word-level tokenizer."""
+    path = tmp_path_factory.mktemp("tiny-lm")
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="[PAD]", eos_token="[EOS]", unk_token="[UNK]"
+    )
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+    )
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_nli_dir(tiny_bert_dir, tmp_path_factory):
+    """A 3-way NLI cross-encoder with random weights and the fixed label order."""
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from hardcse.data.nli import LABEL_ID, LABELS
+
+    path = tmp_path_factory.mktemp("tiny-nli")
+    model = CrossEncoder(
+        str(tiny_bert_dir),
+        num_labels=3,
+        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
+    )
+    model.save_pretrained(str(path))
     return path

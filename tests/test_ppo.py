@@ -3,8 +3,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from hardcse.config import GeneratorConfig, PPOConfig
 from hardcse.generator.model import load_generator
@@ -17,36 +15,6 @@ from hardcse.rl.ppo import (
     gae,
     kl_shaped_rewards,
 )
-
-WORDS = ["[PAD]", "[EOS]", "[UNK]", "good", "bad", "cat", "dog", "runs", "sleeps", "the", "a", "very"]
-
-
-@pytest.fixture(scope="module")
-def tiny_lm_dir(tmp_path_factory):
-    """A 2-layer Llama over a 12-word vocabulary, random weights, word-level tokenizer."""
-    path = tmp_path_factory.mktemp("tiny-lm")
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="[PAD]", eos_token="[EOS]", unk_token="[UNK]"
-    )
-    tokenizer.save_pretrained(path)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(WORDS),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-    )
-    LlamaForCausalLM(config).save_pretrained(path)
-    return path
-
 
 GEN = GeneratorConfig(max_new_tokens=3, temperature=1.0, lora_target_modules=["q_proj", "v_proj"])
 

@@ -132,6 +132,61 @@ def cmd_nli_triplets(args: argparse.Namespace) -> None:
     print(f"{len(triplets)} triplets from {len(pairs)} NLI pairs -> {args.out}")
 
 
+def cmd_tune_generator(args: argparse.Namespace) -> None:
+    from hardcse.art.tuning import tune_generator
+    from hardcse.config import TuneConfig, load_config
+
+    config = load_config(TuneConfig, args.config, args.overrides)
+    final = tune_generator(config, args.out, resume=args.resume)
+    print(f"tuned generator: {final} (curves: {Path(args.out) / 'ppo_curves.png'})")
+
+
+def _anchors_from(args: argparse.Namespace) -> list[str]:
+    from hardcse.art.anchors import split_anchors
+    from hardcse.config import AnchorConfig
+    from hardcse.data.corpus import read_sentences
+
+    if args.anchors == "held-out":
+        anchors = split_anchors(AnchorConfig()).held_out
+    else:
+        anchors = read_sentences(args.anchors, on_error="skip" if args.skip_bad_rows else "raise")
+    return anchors[: args.limit] if args.limit else anchors
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    from hardcse.art.synthesis import synthesize
+    from hardcse.art.tuning import load_discriminator
+    from hardcse.config import FilterConfig, TuneConfig, load_config
+    from hardcse.encoder.build import load_encoder
+    from hardcse.rl.reward import DualReward
+
+    config = load_config(TuneConfig, args.config, args.overrides)
+    reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+    out = _fresh_output(args.out, args.overwrite)
+    anchors = _anchors_from(args)
+    filter_config = FilterConfig(args.min_entailment, args.min_contradiction)
+    report = synthesize(args.generator, anchors, config.generator, reward, filter_config, out)
+    print(json.dumps(report.to_dict(), indent=2))
+
+
+def cmd_judge(args: argparse.Namespace) -> None:
+    from hardcse.art.judge import judge_records, judge_table_markdown
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.report.plots import read_jsonl
+
+    judge = NLIDiscriminator.load(args.judge)
+    results = {}
+    for path in args.synthetic:
+        results[str(path)] = judge_records(read_jsonl(path), judge)
+    print(judge_table_markdown(results))
+    for name, r in results.items():
+        print(f"\nexamples from {name}:")
+        for e in r["examples"]:
+            print(f"  x:  {e['anchor']}\n  y+: {e['positive']}\n  y-: {e['negative']}\n")
+    if args.out:
+        _write_json(Path(args.out), results)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hardcse.data.sts import ALL_TASKS
     from hardcse.encoder.build import POOLINGS
@@ -177,6 +232,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="triplet CSV to write")
     p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed rows instead of stopping")
     p.set_defaults(func=cmd_nli_triplets)
+
+    p = sub.add_parser("tune-generator", help="ART: tune the generator with PPO against the dual reward")
+    p.add_argument("--config", help="YAML with TuneConfig keys (generator, reward, ppo, anchors, ...)")
+    p.add_argument("--out", required=True, help="run folder (ppo_log.jsonl, ppo_curves.png, generator/)")
+    p.add_argument("--resume", action="store_true", help="continue from the folder's last checkpoint")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. ppo.steps=30 reward.omega=0.6")
+    p.set_defaults(func=cmd_tune_generator)
+
+    p = sub.add_parser("generate", help="ART: a positive and a negative per anchor, NLI-filtered, as SimCSE CSV")
+    p.add_argument("--generator", default="bundled:smollm2-135m", help="a raw LM source or a tuned generator folder")
+    p.add_argument("--anchors", default="held-out", help="'held-out' (the corpus split kept from tuning) or a file")
+    p.add_argument("--limit", type=int, help="use the first N anchors")
+    p.add_argument("--config", help="YAML with TuneConfig keys (generator sampling, encoder, discriminator)")
+    p.add_argument("--min-entailment", type=float, default=0.5, help="filter: P(entailment | x, y+) at least")
+    p.add_argument("--min-contradiction", type=float, default=0.5, help="filter: P(contradiction | x, y-) at least")
+    p.add_argument("--out", required=True, help="folder for synthetic.jsonl, triplets.csv, synthesis.json")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed anchor rows")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. generator.temperature=0.8")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("judge", help="ART: judged accuracy, cosines and examples of synthetic.jsonl files")
+    p.add_argument("--synthetic", nargs="+", required=True, help="synthetic.jsonl files from `hardcse generate`")
+    p.add_argument("--judge", required=True, help="an NLI model that is not the reward's discriminator")
+    p.add_argument("--out", help="JSON file for the measures")
+    p.set_defaults(func=cmd_judge)
 
     p = sub.add_parser("eval-nli", help="accuracy and per-class F1 of an NLI model on the held-out NLI sets")
     p.add_argument("--model", required=True, help="a folder made by train-nli, or any 3-way NLI cross-encoder")

@@ -129,6 +129,37 @@ class PPOConfig:
     seed: int = 42
 
 
+@dataclass
+class AnchorConfig:
+    """Anchors from an unlabeled corpus: filtered by length, shuffled once by seed, last ``held_out`` kept apart."""
+
+    corpus: str | None = None  # None: the vendored Wikipedia sample; else a .txt / table file
+    min_words: int = 6  # the corpus has headings ("YMCA in South Australia"); they make poor anchors
+    max_words: int = 40
+    held_out: int = 500  # never used for tuning or training: the raw-vs-tuned comparison reads them
+    seed: int = 42
+
+
+@dataclass
+class FilterConfig:
+    """The NLI filter of synthesis: a triplet is kept only when the discriminator agrees with both parts."""
+
+    min_entailment: float = 0.5  # P(entailment | x, positive)
+    min_contradiction: float = 0.5  # P(contradiction | x, negative)
+
+
+@dataclass
+class TuneConfig:
+    """``hardcse tune-generator``: PPO of the generator against the dual reward."""
+
+    encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty
+    discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse train-nli`: judges correctness
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    anchors: AnchorConfig = field(default_factory=AnchorConfig)
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)

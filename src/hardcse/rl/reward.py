@@ -32,6 +32,7 @@ class RewardParts:
     p_target: np.ndarray
     cosine: np.ndarray
     valid: np.ndarray  # bool: the parser accepted the response
+    probs: np.ndarray  # (n, 3) NLI probabilities in LABELS order, NaN rows for invalid responses
 
     def summary(self) -> dict[str, float]:
         """Means for logs; r1, r2, p_target and cosine over valid responses only."""
@@ -75,6 +76,7 @@ class DualReward:
         valid = np.array([p.ok for p in parsed], dtype=bool)
         is_positive = np.array([k == "positive" for k in kinds], dtype=bool)
         p_target = np.full(n, np.nan)
+        all_probs = np.full((n, 3), np.nan)
         cosine = np.full(n, np.nan)
         reward = np.full(n, self.config.invalid_penalty, dtype=np.float64)
         r1 = np.full(n, np.nan)
@@ -84,6 +86,7 @@ class DualReward:
             xs = [anchors[i] for i in idx]
             ys = [parsed[i].sentence for i in idx]
             probs = self.discriminator.predict_proba(xs, ys)
+            all_probs[idx] = probs
             target = np.where(is_positive[idx], LABEL_ID["entailment"], LABEL_ID["contradiction"])
             p_target[idx] = probs[np.arange(len(idx)), target]
             emb = encode(self.encoder, xs + ys)
@@ -91,4 +94,4 @@ class DualReward:
             cos = np.sum(ex * ey, axis=1) / (np.linalg.norm(ex, axis=1) * np.linalg.norm(ey, axis=1))
             cosine[idx] = cos
             reward[idx], r1[idx], r2[idx] = dual_reward(p_target[idx], cos, is_positive[idx], self.config)
-        return RewardParts(reward, r1, r2, p_target, cosine, valid)
+        return RewardParts(reward, r1, r2, p_target, cosine, valid, all_probs)

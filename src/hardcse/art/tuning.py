@@ -1,0 +1,109 @@
+"""``hardcse tune-generator``: PPO of the generator against the dual reward, logged, saved, resumable.
+
+Out folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
+every ``save_every`` steps), ``generator/`` (the final adapter, a folder ``hardcse generate`` takes),
+``config.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.config import TuneConfig, save_config
+from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.encoder.build import load_encoder
+from hardcse.errors import HardcseError
+from hardcse.generator.model import load_generator
+from hardcse.generator.parsing import REASONS, parse_response
+from hardcse.generator.prompts import KINDS, render_prompts
+from hardcse.report.plots import plot_ppo_log
+from hardcse.resources import resolve_model
+from hardcse.rl.ppo import PPOTrainer, RewardFn
+from hardcse.rl.reward import DualReward
+
+log = logging.getLogger(__name__)
+
+
+def load_discriminator(source: str) -> NLIDiscriminator:
+    try:
+        resolve_model(source)
+    except HardcseError as e:
+        raise HardcseError(
+            f"{e}\n  no NLI discriminator there: train one with `hardcse train-nli --out {source}`"
+        ) from None
+    return NLIDiscriminator.load(source)
+
+
+def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> RewardFn:
+    """Parse each response, then score it with the dual reward; logs the reward parts and rejection reasons."""
+
+    def score(texts: list[str]) -> tuple[np.ndarray, dict]:
+        parsed = [parse_response(t, a) for t, a in zip(texts, anchors, strict=True)]
+        parts = reward(anchors, parsed, kinds)
+        reasons = Counter(p.reason for p in parsed if not p.ok)
+        stats = parts.summary() | {f"reject_{r}": reasons.get(r, 0) / len(texts) for r in REASONS}
+        for kind in KINDS:
+            rows = np.array([k == kind for k in kinds])
+            stats[f"reward_{kind}"] = float(parts.reward[rows].mean())
+        return parts.reward, stats
+
+    return score
+
+
+def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False) -> Path:
+    """Run ``config.ppo.steps`` PPO steps; returns the folder of the tuned generator."""
+    out_dir = Path(out_dir)
+    checkpoint = out_dir / "checkpoint"
+    log_path = out_dir / "ppo_log.jsonl"
+    if out_dir.exists() and any(out_dir.iterdir()) and not resume:
+        raise HardcseError(f"{out_dir} exists and is not empty; pass --resume to continue it, or another --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_config(config, out_dir / "config.yaml")
+
+    split = split_anchors(config.anchors)
+    reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+    resuming = resume and (checkpoint / "ppo_state.json").is_file()
+    source = str(checkpoint) if resuming else config.generator.model
+    model, tokenizer = load_generator(source, config.generator, trainable=True)
+    trainer = PPOTrainer(model, tokenizer, config.generator, config.ppo)
+    if resuming:
+        trainer.load_state(checkpoint)
+        kept = [line for line in log_path.read_text().splitlines() if json.loads(line)["step"] <= trainer.step_count]
+        log_path.write_text("".join(line + "\n" for line in kept))
+        log.info("resuming after step %d", trainer.step_count)
+    elif log_path.exists():
+        log_path.unlink()
+
+    batch = config.ppo.batch_size
+    kinds = [KINDS[i % 2] for i in range(batch)]  # positive and negative prompts mixed in every batch
+    with tqdm(total=config.ppo.steps, initial=trainer.step_count, desc="PPO", unit="step") as bar:
+        while trainer.step_count < config.ppo.steps:
+            step = trainer.step_count + 1
+            anchors = anchors_for_step(split.train, step, batch)
+            prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
+            torch.manual_seed(config.ppo.seed + step)  # the same step samples the same way after a resume
+            stats = trainer.step(prompts, art_reward_fn(reward, anchors, kinds))
+            with log_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(stats) + "\n")
+            bar.update(1)
+            bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
+            if trainer.step_count % config.ppo.save_every == 0 or trainer.step_count == config.ppo.steps:
+                tmp = out_dir / "checkpoint.tmp"
+                shutil.rmtree(tmp, ignore_errors=True)
+                trainer.save(tmp, config.generator.model)
+                shutil.rmtree(checkpoint, ignore_errors=True)
+                tmp.rename(checkpoint)
+    final = out_dir / "generator"
+    shutil.rmtree(final, ignore_errors=True)
+    shutil.copytree(checkpoint, final)
+    plot_ppo_log(log_path, out_dir / "ppo_curves.png")
+    return final

@@ -1,0 +1,87 @@
+"""tune-generator, resume, generate and judge, end to end on tiny random models."""
+
+import json
+
+import pytest
+
+from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.art.judge import judge_records, judge_table_markdown
+from hardcse.art.synthesis import synthesize
+from hardcse.art.tuning import tune_generator
+from hardcse.config import AnchorConfig, FilterConfig, TuneConfig, load_config
+from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.encoder.build import load_encoder
+from hardcse.errors import HardcseError
+from hardcse.report.plots import read_jsonl
+from hardcse.rl.reward import DualReward
+
+SUBJECTS = ["the cat", "a dog", "the good cat", "a very bad dog", "the dog"]
+VERBS = ["runs", "sleeps", "runs very", "sleeps a", "runs the"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    sentences = [f"{s} {v} and {s} {w} here" for s in SUBJECTS for v in VERBS for w in VERBS[:2]]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(sentences + ["too short"]) + "\n")
+    return path
+
+
+def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):
+    config = AnchorConfig(corpus=str(corpus), held_out=5)
+    split = split_anchors(config)
+    assert len(split.held_out) == 5 and not set(split.held_out) & set(split.train)
+    assert "too short" not in split.train + split.held_out
+    assert split_anchors(config) == split
+    assert anchors_for_step(["a", "b", "c"], 2, 2) == ["c", "a"]
+    with pytest.raises(HardcseError, match="need more than held_out"):
+        split_anchors(AnchorConfig(corpus=str(corpus), held_out=1000))
+
+
+def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
+    overrides = [
+        f"encoder={tiny_encoder_dir}",
+        f"discriminator={tiny_nli_dir}",
+        f"generator.model={tiny_lm_dir}",
+        "generator.max_new_tokens=6",
+        f"anchors.corpus={corpus}",
+        "anchors.held_out=5",
+        "anchors.min_words=3",
+        "ppo.steps=2",
+        "ppo.batch_size=4",
+        "ppo.minibatch_size=2",
+        "ppo.ppo_epochs=1",
+        "ppo.save_every=1",
+    ]
+    config = load_config(TuneConfig, overrides=overrides)
+    run = tmp_path / "tune"
+    final = tune_generator(config, run)
+    log = read_jsonl(run / "ppo_log.jsonl")
+    assert [r["step"] for r in log] == [1, 2]
+    assert {"reward", "r1", "r2", "kl", "entropy", "clipfrac", "value_loss", "parse_failure_rate"} <= set(log[0])
+    assert {"generation_s", "scoring_s", "reference_s", "optimisation_s"} <= set(log[0])
+    assert (run / "ppo_curves.png").stat().st_size > 1000 and (final / "generator.json").is_file()
+    with pytest.raises(HardcseError, match="--resume"):
+        tune_generator(config, run)
+
+    # resume: two more steps continue the log instead of restarting it
+    more = load_config(TuneConfig, overrides=[*overrides, "ppo.steps=4"])
+    tune_generator(more, run, resume=True)
+    assert [r["step"] for r in read_jsonl(run / "ppo_log.jsonl")] == [1, 2, 3, 4]
+
+    split = split_anchors(config.anchors)
+    reward = DualReward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), config.reward)
+    out = tmp_path / "synth"
+    report = synthesize(str(final), split.held_out, config.generator, reward, FilterConfig(0.0, 0.0), out)
+    records = read_jsonl(out / "synthetic.jsonl")
+    assert report.anchors == len(records) == 5
+    for r in records:
+        assert {"anchor", "positive_raw", "positive", "positive_reason", "negative_probs", "drop_reason"} <= set(r)
+        assert (r["positive"] is None) == (r["positive_reason"] is not None)
+    kept = [r for r in records if r["drop_reason"] is None]
+    assert report.kept == len(kept) == sum(1 for _ in (out / "triplets.csv").open()) - 1
+    assert json.loads((out / "synthesis.json").read_text())["anchors"] == 5
+
+    measures = judge_records(records, NLIDiscriminator.load(str(tiny_nli_dir)))
+    assert measures["anchors"] == 5 and 0 <= measures["positive_parse_failure_rate"] <= 1
+    assert "| tiny |" in judge_table_markdown({"tiny": measures})
