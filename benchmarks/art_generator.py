@@ -1,0 +1,108 @@
+"""ART part 1 on the bundled models: PPO speed, then raw vs tuned generator on held-out anchors.
+
+    python benchmarks/art_generator.py --out runs/bench-art [--judge runs/nli-judge] [tune overrides ...]
+
+Runs, through the CLI:
+    hardcse tune-generator --out OUT/tune ppo.steps=30 ppo.batch_size=16 [overrides]
+    hardcse generate --generator bundled:smollm2-135m --anchors held-out --limit 200 --out OUT/raw
+    hardcse generate --generator OUT/tune/generator --anchors held-out --limit 200 --out OUT/tuned
+    hardcse judge --synthetic OUT/raw/synthetic.jsonl OUT/tuned/synthetic.jsonl --judge JUDGE
+and records seconds per PPO step (generation / scoring / reference / optimisation) and the comparison in
+benchmarks/results/art_generator.{json,md}.
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from hardcse.art.judge import judge_table_markdown
+from hardcse.cli import main as hardcse
+from hardcse.report.plots import read_jsonl
+
+RESULTS = Path(__file__).parent / "results"
+PARTS = ["generation_s", "scoring_s", "reference_s", "optimisation_s"]
+
+
+def run(command: list[str]) -> float:
+    start = time.perf_counter()
+    if hardcse(command) != 0:
+        sys.exit(f"failed: hardcse {' '.join(command)}")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/bench-art")
+    parser.add_argument("--judge", default="runs/nli-judge")
+    parser.add_argument("--anchors", type=int, default=200)
+    parser.add_argument("overrides", nargs="*", help="TuneConfig overrides, used for tuning and both generations")
+    args = parser.parse_args()
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    tune = ["tune-generator", "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16", *args.overrides]
+    gen = ["--anchors", "held-out", "--limit", str(args.anchors)]
+    commands = {
+        "tune": tune,
+        "raw": ["generate", "--generator", "bundled:smollm2-135m", *gen, "--out", str(out / "raw"), *args.overrides],
+        "tuned": ["generate", "--generator", str(out / "tune" / "generator"), *gen, "--out", str(out / "tuned")]
+        + args.overrides,
+    }
+    seconds = {name: run(command) for name, command in commands.items()}
+    judge_command = ["judge", "--synthetic", str(out / "raw/synthetic.jsonl"), str(out / "tuned/synthetic.jsonl")]
+    judge_command += ["--judge", args.judge, "--out", str(out / "judge.json")]
+    run(judge_command)
+    commands["judge"] = judge_command
+
+    steps = [r for r in read_jsonl(out / "tune" / "ppo_log.jsonl") if not r.get("skipped")]
+    per_step = {part: statistics.mean(r[part] for r in steps) for part in PARTS}
+    per_step["total_s"] = sum(per_step.values())
+    judged = json.loads((out / "judge.json").read_text())
+    named = {"raw SmolLM2-135M": judged[str(out / "raw/synthetic.jsonl")]}
+    named["ART-tuned (30 PPO steps)"] = judged[str(out / "tuned/synthetic.jsonl")]
+    first, last = steps[:5], steps[-5:]
+    record = {
+        "command": "python " + " ".join(sys.argv),
+        "cli": {k: "hardcse " + " ".join(v) for k, v in commands.items()},
+        "date": time.strftime("%Y-%m-%d"),
+        "tuning_seconds": round(seconds["tune"], 1),
+        "mean_seconds_per_step": {k: round(v, 2) for k, v in per_step.items()},
+        "reward_first5_last5": [
+            statistics.mean(r["reward"] for r in first),
+            statistics.mean(r["reward"] for r in last),
+        ],
+        "synthesis": {k: json.loads((out / k / "synthesis.json").read_text()) for k in ("raw", "tuned")},
+        "judged": named,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "art_generator.json").write_text(json.dumps(record, indent=2))
+    lines = [
+        f"# ART part 1: PPO speed and raw vs tuned generator ({record['date']})",
+        "",
+        f"`{record['command']}`, which runs:",
+        "",
+        *[f"    {c}" for c in record["cli"].values()],
+        "",
+        f"30 PPO steps at batch 16: **{seconds['tune'] / 60:.1f} min** in all (model loading included; target 15 min).",
+        "Mean seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in per_step.items()) + ".",
+        "Mean reward, first 5 steps {:.3f}, last 5 {:.3f}.".format(*record["reward_first5_last5"]),
+        "",
+        f"On {args.anchors} held-out anchors (never seen in tuning), judged by `{args.judge}` "
+        "(not the reward's discriminator):",
+        "",
+        judge_table_markdown(named),
+        "",
+    ]
+    for name, r in named.items():
+        lines += [f"Examples, {name}:", ""]
+        lines += [f"- x: {e['anchor']}<br>y+: {e['positive']}<br>y-: {e['negative']}" for e in r["examples"]]
+        lines.append("")
+    (RESULTS / "art_generator.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
