@@ -111,6 +111,13 @@ def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_pa
     assert after > 1.6 * before, (before, after)
     assert {"kl", "entropy", "clipfrac", "value_loss", "generation_s", "optimisation_s"} <= set(stats)
 
+    # after training, the reference is still the adapter-free base model
+    samples = sample(model, tokenizer, prompts[:4], GEN, with_rollout_stats=True)
+    base_trainer = PPOTrainer(load_generator(str(tiny_lm_dir), GEN, trainable=True)[0], tokenizer, GEN, config)
+    mask = samples.response_mask
+    assert torch.allclose(trainer._reference_logprobs(samples) * mask, base_trainer._reference_logprobs(samples) * mask)
+    assert not torch.allclose(samples.logprobs * mask, trainer._reference_logprobs(samples) * mask, atol=1e-3)
+
     trainer.save(tmp_path / "gen", str(tiny_lm_dir))
     again, _ = load_generator(str(tmp_path / "gen"), GEN, trainable=True)
     resumed = PPOTrainer(again, tokenizer, GEN, config)

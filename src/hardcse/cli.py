@@ -8,8 +8,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardcse.errors import HardcseError
+
+if TYPE_CHECKING:
+    from hardcse.config import AnchorConfig
 
 log = logging.getLogger("hardcse")
 
@@ -141,13 +145,12 @@ def cmd_tune_generator(args: argparse.Namespace) -> None:
     print(f"tuned generator: {final} (curves: {Path(args.out) / 'ppo_curves.png'})")
 
 
-def _anchors_from(args: argparse.Namespace) -> list[str]:
+def _anchors_from(args: argparse.Namespace, config: AnchorConfig) -> list[str]:
     from hardcse.art.anchors import split_anchors
-    from hardcse.config import AnchorConfig
     from hardcse.data.corpus import read_sentences
 
     if args.anchors == "held-out":
-        anchors = split_anchors(AnchorConfig()).held_out
+        anchors = split_anchors(config).held_out
     else:
         anchors = read_sentences(args.anchors, on_error="skip" if args.skip_bad_rows else "raise")
     return anchors[: args.limit] if args.limit else anchors
@@ -163,9 +166,10 @@ def cmd_generate(args: argparse.Namespace) -> None:
     config = load_config(TuneConfig, args.config, args.overrides)
     reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
     out = _fresh_output(args.out, args.overwrite)
-    anchors = _anchors_from(args)
+    anchors = _anchors_from(args, config.anchors)
     filter_config = FilterConfig(args.min_entailment, args.min_contradiction)
-    report = synthesize(args.generator, anchors, config.generator, reward, filter_config, out)
+    generator = args.generator or config.generator.model
+    report = synthesize(generator, anchors, config.generator, reward, filter_config, out)
     print(json.dumps(report.to_dict(), indent=2))
 
 
@@ -241,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tune_generator)
 
     p = sub.add_parser("generate", help="ART: a positive and a negative per anchor, NLI-filtered, as SimCSE CSV")
-    p.add_argument("--generator", default="bundled:smollm2-135m", help="a raw LM source or a tuned generator folder")
-    p.add_argument("--anchors", default="held-out", help="'held-out' (the corpus split kept from tuning) or a file")
+    p.add_argument("--generator", help="a raw LM source or a tuned generator folder (default: generator.model)")
+    p.add_argument("--anchors", default="held-out", help="'held-out' (the anchor split kept from tuning) or a file")
     p.add_argument("--limit", type=int, help="use the first N anchors")
     p.add_argument("--config", help="YAML with TuneConfig keys (generator sampling, encoder, discriminator)")
     p.add_argument("--min-entailment", type=float, default=0.5, help="filter: P(entailment | x, y+) at least")

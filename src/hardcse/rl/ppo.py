@@ -151,7 +151,9 @@ class PPOTrainer:
         input_ids = torch.cat([prompt_ids, response_ids], dim=1)
         attention = torch.cat([prompt_mask, torch.ones_like(response_ids)], dim=1)
         position_ids = (attention.cumsum(dim=1) - 1).clamp(min=0)  # as generate() does with left padding
-        hidden = decoder(input_ids=input_ids, attention_mask=attention, position_ids=position_ids).last_hidden_state
+        hidden = decoder(
+            input_ids=input_ids, attention_mask=attention, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
         prompt_len, response_len = prompt_ids.shape[1], response_ids.shape[1]
         return hidden[:, prompt_len - 1 : prompt_len - 1 + response_len]
 
