@@ -26,6 +26,7 @@ from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 from transformers import TrainerCallback
 
 from hardcse.batching import LengthGroupedBatchSampler
+from hardcse.callbacks import EvaluateAtEnd
 from hardcse.config import NLITrainConfig, save_config
 from hardcse.data.nli import EVAL_FILES, LABEL_ID, LABELS, NLIPairs, read_nli_files
 from hardcse.errors import HardcseError
@@ -184,7 +185,7 @@ def train_nli(
         train_dataset=_dataset(train),
         loss=CrossEntropyLoss(model),
         evaluator=evaluator,
-        callbacks=callbacks,
+        callbacks=[EvaluateAtEnd(), *(callbacks or [])],
     )
     trainer.train()
     discriminator = NLIDiscriminator(model)

@@ -29,11 +29,18 @@ def token_budget_batches(lengths: Sequence[int], tokens_per_batch: int) -> list[
     return batches
 
 
+def _pretokenized(model: SentenceTransformer) -> bool:
+    """True when the first module is a plain text Transformer: its features are exactly the tokenizer's output,
+    so the tokenization that measured lengths can be padded and reused instead of tokenizing twice."""
+    first = model[0]
+    return type(first).__name__ == "Transformer" and not getattr(first, "do_lower_case", False)
+
+
 def encode(
     model: SentenceTransformer,
     sentences: Sequence[str],
     batch_size: int = 64,
-    tokens_per_batch: int = 2048,
+    tokens_per_batch: int = 3072,
     show_progress: bool = False,
 ) -> np.ndarray:
     """Sentence embeddings as a float32 array (n, dim), in the order of ``sentences``.
@@ -46,8 +53,9 @@ def encode(
     sentences = list(sentences)
     if not sentences:
         return np.zeros((0, model.get_embedding_dimension() or 0), dtype=np.float32)
-    lengths = [len(ids) for ids in tokenizer(sentences, truncation=True, max_length=model.max_seq_length)["input_ids"]]
-    batches = token_budget_batches(lengths, tokens_per_batch)
+    tokens = tokenizer(sentences, truncation=True, max_length=model.max_seq_length)
+    batches = token_budget_batches([len(ids) for ids in tokens["input_ids"]], tokens_per_batch)
+    reuse = _pretokenized(model)
     out: np.ndarray | None = None
     model.eval()
     with (
@@ -55,7 +63,10 @@ def encode(
         tqdm(total=len(sentences), desc="encode", unit="sent", disable=not show_progress) as bar,
     ):
         for idx in batches:
-            features = model.preprocess([sentences[i] for i in idx])
+            if reuse:
+                features = tokenizer.pad({k: [v[i] for i in idx] for k, v in tokens.items()}, return_tensors="pt")
+            else:
+                features = model.preprocess([sentences[i] for i in idx])
             features = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
             emb = model(features)["sentence_embedding"].float().cpu().numpy()
             if out is None:

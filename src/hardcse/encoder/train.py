@@ -25,6 +25,7 @@ from sentence_transformers.sentence_transformer.training_args import (
 )
 from transformers import TrainerCallback
 
+from hardcse.callbacks import EvaluateAtEnd
 from hardcse.config import EncoderTrainConfig, save_config
 from hardcse.data.corpus import read_sentences
 from hardcse.data.sts import DEV_TASK, load_sts_task
@@ -124,7 +125,7 @@ def train_encoder(
         train_dataset=dataset,
         loss=loss,
         evaluator=STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=eval_length),
-        callbacks=callbacks,
+        callbacks=[EvaluateAtEnd(), *(callbacks or [])],
     )
     trainer.train()
     history = [entry for entry in trainer.state.log_history if DEV_METRIC in entry]
