@@ -1,11 +1,11 @@
 """ART part 1 on the bundled models: PPO speed, then raw vs tuned generator on held-out anchors.
 
-    python benchmarks/art_generator.py --out runs/bench-art [--judge runs/nli-judge] [tune overrides ...]
+    python benchmarks/art_generator.py --config configs/tune-cpu.yaml [--out runs/bench-art] [--judge ...]
 
-Runs, through the CLI:
-    hardcse tune-generator --out OUT/tune ppo.steps=30 ppo.batch_size=16 [overrides]
-    hardcse generate --generator bundled:smollm2-135m --anchors held-out --limit 200 --out OUT/raw
-    hardcse generate --generator OUT/tune/generator --anchors held-out --limit 200 --out OUT/tuned
+Runs, through the CLI (synthesis at the authors' temperature 0.8, the same for both generators):
+    hardcse tune-generator --config CONFIG --out OUT/tune ppo.steps=30 ppo.batch_size=16
+    hardcse generate --config CONFIG --generator bundled:smollm2-135m --anchors held-out --limit 200 --out OUT/raw
+    hardcse generate --config CONFIG --generator OUT/tune/generator --anchors held-out --limit 200 --out OUT/tuned
     hardcse judge --synthetic OUT/raw/synthetic.jsonl OUT/tuned/synthetic.jsonl --judge JUDGE
 and records seconds per PPO step (generation / scoring / reference / optimisation) and the comparison in
 benchmarks/results/art_generator.{json,md}.
@@ -38,18 +38,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/bench-art")
     parser.add_argument("--judge", default="runs/nli-judge")
+    parser.add_argument("--config", default="configs/tune-cpu.yaml")
     parser.add_argument("--anchors", type=int, default=200)
-    parser.add_argument("overrides", nargs="*", help="TuneConfig overrides, used for tuning and both generations")
+    parser.add_argument("--synthesis-temperature", type=float, default=0.8)
     args = parser.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
-    tune = ["tune-generator", "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16", *args.overrides]
-    gen = ["--anchors", "held-out", "--limit", str(args.anchors)]
+    config = ["--config", args.config]
+    tune = ["tune-generator", *config, "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16"]
+    gen = [*config, "--anchors", "held-out", "--limit", str(args.anchors)]
+    temperature = f"generator.temperature={args.synthesis_temperature}"
     commands = {
         "tune": tune,
-        "raw": ["generate", "--generator", "bundled:smollm2-135m", *gen, "--out", str(out / "raw"), *args.overrides],
-        "tuned": ["generate", "--generator", str(out / "tune" / "generator"), *gen, "--out", str(out / "tuned")]
-        + args.overrides,
+        "raw": ["generate", *gen, "--generator", "bundled:smollm2-135m", "--out", str(out / "raw"), temperature],
+        "tuned": ["generate", *gen, "--generator", str(out / "tune" / "generator"), "--out", str(out / "tuned")]
+        + [temperature],
     }
     seconds = {name: run(command) for name, command in commands.items()}
     judge_command = ["judge", "--synthetic", str(out / "raw/synthetic.jsonl"), str(out / "tuned/synthetic.jsonl")]

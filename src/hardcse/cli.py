@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hardcse.atomic import write_text_atomic
 from hardcse.errors import HardcseError
 
 if TYPE_CHECKING:
     from hardcse.config import AnchorConfig
-
-log = logging.getLogger("hardcse")
 
 
 def _quiet_libraries() -> None:
@@ -28,10 +27,7 @@ def _quiet_libraries() -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def _run_sts(model_source: str, model: object, tasks: list, out: Path | None, label: str) -> dict:

@@ -7,7 +7,6 @@ the filter go to ``triplets.csv`` (SimCSE format).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from hardcse.atomic import write_text_atomic
 from hardcse.config import FilterConfig, GeneratorConfig
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
@@ -99,7 +99,7 @@ def synthesize(
             record["drop_reason"] = drop_reason(record, filter_config)
             records.append(record)
     seconds = time.perf_counter() - start
-    _write_jsonl(out_dir / "synthetic.jsonl", records)
+    write_text_atomic(out_dir / "synthetic.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
     write_triplets(out_dir / "triplets.csv", kept)
     report = SynthesisReport(
@@ -109,17 +109,9 @@ def synthesize(
         tokens_per_second=tokens / seconds if seconds else 0.0,
         drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
     )
-    (out_dir / "synthesis.json").write_text(json.dumps(report.to_dict(), indent=2))
+    write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
     return report
 
 
 def _number(x: float) -> float | None:
     return None if not np.isfinite(x) else round(float(x), 5)
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)

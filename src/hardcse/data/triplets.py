@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import csv
-import os
+import io
 from collections import defaultdict
 from pathlib import Path
 
+from hardcse.atomic import write_text_atomic
 from hardcse.data.nli import LABEL_ID, NLIPairs
 from hardcse.data.table import OnError, read_table
 
@@ -21,15 +22,12 @@ def read_triplets(path: str | Path, on_error: OnError = "raise") -> list[Triplet
 
 
 def write_triplets(path: str | Path, triplets: list[Triplet]) -> None:
-    """Write a SimCSE CSV atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(TRIPLET_COLUMNS)
-        writer.writerows(triplets)
-    os.replace(tmp, path)
+    """Write a SimCSE CSV atomically."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(TRIPLET_COLUMNS)
+    writer.writerows(triplets)
+    write_text_atomic(path, buffer.getvalue())
 
 
 def nli_triplets(pairs: NLIPairs) -> list[Triplet]:
