@@ -41,11 +41,13 @@ def main() -> None:
     parser.add_argument("--config", default="configs/tune-cpu.yaml")
     parser.add_argument("--anchors", type=int, default=200)
     parser.add_argument("--synthesis-temperature", type=float, default=0.8)
+    parser.add_argument("--tag", default="", help="suffix of the results files, to keep several runs")
+    parser.add_argument("overrides", nargs="*", help="TuneConfig overrides for the tuning run only")
     args = parser.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     config = ["--config", args.config]
-    tune = ["tune-generator", *config, "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16"]
+    tune = ["tune-generator", *config, "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16", *args.overrides]
     gen = [*config, "--anchors", "held-out", "--limit", str(args.anchors)]
     temperature = f"generator.temperature={args.synthesis_temperature}"
     commands = {
@@ -66,6 +68,10 @@ def main() -> None:
     judged = json.loads((out / "judge.json").read_text())
     named = {"raw SmolLM2-135M": judged[str(out / "raw/synthetic.jsonl")]}
     named["ART-tuned (30 PPO steps)"] = judged[str(out / "tuned/synthetic.jsonl")]
+    same = sum(
+        a["positive_raw"] == b["positive_raw"]
+        for a, b in zip(read_jsonl(out / "raw/synthetic.jsonl"), read_jsonl(out / "tuned/synthetic.jsonl"), strict=True)
+    )
     first, last = steps[:5], steps[-5:]
     record = {
         "command": "python " + " ".join(sys.argv),
@@ -79,9 +85,11 @@ def main() -> None:
         ],
         "synthesis": {k: json.loads((out / k / "synthesis.json").read_text()) for k in ("raw", "tuned")},
         "judged": named,
+        "positives_identical_to_raw": same,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "art_generator.json").write_text(json.dumps(record, indent=2))
+    name = "art_generator" + (f"-{args.tag}" if args.tag else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=2))
     lines = [
         f"# ART part 1: PPO speed and raw vs tuned generator ({record['date']})",
         "",
@@ -92,6 +100,7 @@ def main() -> None:
         f"30 PPO steps at batch 16: **{seconds['tune'] / 60:.1f} min** in all (model loading included; target 15 min).",
         "Mean seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in per_step.items()) + ".",
         "Mean reward, first 5 steps {:.3f}, last 5 {:.3f}.".format(*record["reward_first5_last5"]),
+        f"Held-out positives token-identical to the raw model's under the same seed: {same} of {args.anchors}.",
         "",
         f"On {args.anchors} held-out anchors (never seen in tuning), judged by `{args.judge}` "
         "(not the reward's discriminator):",
@@ -103,7 +112,7 @@ def main() -> None:
         lines += [f"Examples, {name}:", ""]
         lines += [f"- x: {e['anchor']}<br>y+: {e['positive']}<br>y-: {e['negative']}" for e in r["examples"]]
         lines.append("")
-    (RESULTS / "art_generator.md").write_text("\n".join(lines))
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 

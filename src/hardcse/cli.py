@@ -163,7 +163,10 @@ def cmd_generate(args: argparse.Namespace) -> None:
     reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
     out = _fresh_output(args.out, args.overwrite)
     anchors = _anchors_from(args, config.anchors)
-    filter_config = FilterConfig(args.min_entailment, args.min_contradiction)
+    filter_config = FilterConfig(
+        args.min_entailment if args.min_entailment is not None else config.filter.min_entailment,
+        args.min_contradiction if args.min_contradiction is not None else config.filter.min_contradiction,
+    )
     generator = args.generator or config.generator.model
     report = synthesize(generator, anchors, config.generator, reward, filter_config, out)
     print(json.dumps(report.to_dict(), indent=2))
@@ -245,8 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchors", default="held-out", help="'held-out' (the anchor split kept from tuning) or a file")
     p.add_argument("--limit", type=int, help="use the first N anchors")
     p.add_argument("--config", help="YAML with TuneConfig keys (generator sampling, encoder, discriminator)")
-    p.add_argument("--min-entailment", type=float, default=0.5, help="filter: P(entailment | x, y+) at least")
-    p.add_argument("--min-contradiction", type=float, default=0.5, help="filter: P(contradiction | x, y-) at least")
+    p.add_argument("--min-entailment", type=float, help="filter: P(entailment | x, y+) at least (filter.*)")
+    p.add_argument("--min-contradiction", type=float, help="filter: P(contradiction | x, y-) at least (filter.*)")
     p.add_argument("--out", required=True, help="folder for synthetic.jsonl, triplets.csv, synthesis.json")
     p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
     p.add_argument("--skip-bad-rows", action="store_true", help="count and skip malformed anchor rows")

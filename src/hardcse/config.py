@@ -156,7 +156,7 @@ class FilterConfig:
 
 @dataclass
 class TuneConfig:
-    """``hardcse tune-generator``: PPO of the generator against the dual reward."""
+    """``hardcse tune-generator`` and ``hardcse generate``: the generator, its reward, PPO, anchors, filter."""
 
     encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty
     discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse train-nli`: judges correctness
@@ -164,6 +164,7 @@ class TuneConfig:
     reward: RewardConfig = field(default_factory=RewardConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     anchors: AnchorConfig = field(default_factory=AnchorConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse generate`
 
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:

@@ -21,7 +21,15 @@ _ORIGINAL = re.compile(r"^\s*(?:\*\*)?original(?:\s+sentence)?(?:\s+is)?(?:\*\*)
 _META = re.compile(
     r"^\s*(?:note|explanation|here is|here's|sure|i have|i've|this sentence|the sentence|in this)\b", re.IGNORECASE
 )
+# Talk about the task anywhere in the answer ("We changed the sentence to ...", "... a positive variation ...").
+_META_ANYWHERE = re.compile(
+    r"\b(?:original sentence|(?:positive|negative) variation|variation of|the sentence|this sentence|"
+    r"we changed|i changed|has been (?:modified|changed|rewritten)|rephras\w*|rewrit\w*)\b|"
+    r"\b(?:positive|negative|original)\s*:",
+    re.IGNORECASE,
+)
 _QUOTES = "\"'“”‘’`"
+_TYPOGRAPHY = set("“”‘’–—…")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
@@ -69,9 +77,12 @@ def parse_response(text: str, anchor: str, min_words: int = 3, max_words: int = 
             if len(lines) > 1
             else Parsed(None, "empty")
         )
-    if _META.match(candidate):
+    if _META.match(candidate) or _META_ANYWHERE.search(candidate):
         return Parsed(None, "meta_text")
-    if not candidate.isascii() or not re.search(r"[A-Za-z]", candidate):
+    # Non-ASCII is fine where the anchor has it ("5–0", "López"); characters foreign to the anchor and to
+    # ordinary typography (another script, mojibake) mean the model left the task.
+    foreign = {c for c in candidate if not c.isascii() and c not in anchor and c not in _TYPOGRAPHY}
+    if foreign or not re.search(r"[A-Za-z]", candidate):
         return Parsed(None, "non_text")
     words = candidate.split()
     if len(words) < min_words:
