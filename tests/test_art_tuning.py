@@ -69,6 +69,11 @@ def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir,
     tune_generator(more, run, resume=True)
     assert [r["step"] for r in read_jsonl(run / "ppo_log.jsonl")] == [1, 2, 3, 4]
 
+    # tuning can start from a tuned generator; the new folder still names the raw base model
+    again = load_config(TuneConfig, overrides=[*overrides, f"generator.model={final}", "ppo.steps=1"])
+    second = tune_generator(again, tmp_path / "tune2")
+    assert json.loads((second / "generator.json").read_text())["base_model"] == str(tiny_lm_dir)
+
     split = split_anchors(config.anchors)
     reward = DualReward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), config.reward)
     out = tmp_path / "synth"

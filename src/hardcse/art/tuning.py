@@ -22,7 +22,7 @@ from hardcse.config import TuneConfig, save_config
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
-from hardcse.generator.model import load_generator
+from hardcse.generator.model import base_model_source, load_generator
 from hardcse.generator.parsing import REASONS, parse_response
 from hardcse.generator.prompts import KINDS, render_prompts
 from hardcse.report.plots import plot_ppo_log
@@ -99,7 +99,7 @@ def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False
             if trainer.step_count % config.ppo.save_every == 0 or trainer.step_count == config.ppo.steps:
                 tmp = out_dir / "checkpoint.tmp"
                 shutil.rmtree(tmp, ignore_errors=True)
-                trainer.save(tmp, config.generator.model)
+                trainer.save(tmp, base_model_source(config.generator.model))
                 shutil.rmtree(checkpoint, ignore_errors=True)
                 tmp.rename(checkpoint)
     final = out_dir / "generator"

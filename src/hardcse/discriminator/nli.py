@@ -26,12 +26,12 @@ from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 from transformers import TrainerCallback
 
 from hardcse.batching import LengthGroupedBatchSampler
-from hardcse.callbacks import EvaluateAtEnd
 from hardcse.config import NLITrainConfig, save_config
 from hardcse.data.nli import EVAL_FILES, LABEL_ID, LABELS, NLIPairs, read_nli_files
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
 from hardcse.resources import resolve_model
+from hardcse.selection import EvaluateAtEnd, best_checkpoint_arguments
 
 log = logging.getLogger(__name__)
 
@@ -156,27 +156,13 @@ def train_nli(
     )
     torch.manual_seed(config.seed)
     args = CrossEncoderTrainingArguments(
-        output_dir=str(out_dir / "checkpoints"),
+        **best_checkpoint_arguments(str(out_dir / "checkpoints"), config.eval_steps, "eval_dev_accuracy", config.seed),
         num_train_epochs=config.epochs,
         per_device_train_batch_size=config.batch_size,
         per_device_eval_batch_size=config.batch_size,
         learning_rate=config.learning_rate,
         warmup_ratio=config.warmup_ratio,
-        eval_strategy="steps",
-        eval_steps=config.eval_steps,
-        save_strategy="steps",
-        save_steps=config.eval_steps,
-        save_total_limit=1,
-        load_best_model_at_end=True,
-        metric_for_best_model="eval_dev_accuracy",
-        greater_is_better=True,
-        logging_steps=max(1, config.eval_steps // 5),
-        seed=config.seed,
-        data_seed=config.seed,
-        report_to="none",
-        dataloader_pin_memory=False,
         batch_sampler=LengthGroupedBatchSampler if config.length_grouped else "batch_sampler",
-        disable_tqdm=False,
     )
     evaluator = DevAccuracy(dev)
     trainer = CrossEncoderTrainer(

@@ -25,7 +25,6 @@ from sentence_transformers.sentence_transformer.training_args import (
 )
 from transformers import TrainerCallback
 
-from hardcse.callbacks import EvaluateAtEnd
 from hardcse.config import EncoderTrainConfig, save_config
 from hardcse.data.corpus import read_sentences
 from hardcse.data.sts import DEV_TASK, load_sts_task
@@ -34,6 +33,7 @@ from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import STSEvaluator
+from hardcse.selection import EvaluateAtEnd, best_checkpoint_arguments
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"
@@ -96,25 +96,12 @@ def train_encoder(
     save_config(config, out_dir / "config.yaml")
     checkpoints = out_dir / "checkpoints"
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
+        **best_checkpoint_arguments(str(checkpoints), config.eval_steps, DEV_METRIC, config.seed),
         num_train_epochs=config.epochs,
         max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size,
         learning_rate=config.learning_rate,
         warmup_ratio=config.warmup_ratio,
-        eval_strategy="steps",
-        eval_steps=config.eval_steps,
-        save_strategy="steps",
-        save_steps=config.eval_steps,
-        save_total_limit=1,
-        load_best_model_at_end=True,
-        metric_for_best_model=DEV_METRIC,
-        greater_is_better=True,
-        logging_steps=max(1, config.eval_steps // 5),
-        seed=config.seed,
-        data_seed=config.seed,
-        report_to="none",
-        dataloader_pin_memory=False,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.mode == "sup" else BatchSamplers.BATCH_SAMPLER,
     )

@@ -32,6 +32,13 @@ def is_generator_folder(source: str) -> bool:
     return (Path(source) / GENERATOR_FILE).is_file()
 
 
+def base_model_source(source: str) -> str:
+    """The raw LM under ``source``: the source itself, or the base recorded in a generator folder."""
+    if is_generator_folder(source):
+        return json.loads((Path(source) / GENERATOR_FILE).read_text())["base_model"]
+    return source
+
+
 def load_generator(
     source: str, config: GeneratorConfig, trainable: bool = False
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -40,11 +47,8 @@ def load_generator(
     ``source`` is a model source (a raw LM) or a generator folder saved by :func:`save_generator` (base + LoRA).
     With ``trainable``, a raw LM gets a fresh LoRA adapter from ``config`` and a saved adapter is loaded trainable.
     """
-    adapter_dir = None
-    base_source = source
-    if is_generator_folder(source):
-        adapter_dir = Path(source)
-        base_source = json.loads((adapter_dir / GENERATOR_FILE).read_text())["base_model"]
+    adapter_dir = Path(source) if is_generator_folder(source) else None
+    base_source = base_model_source(source)
     base_path = resolve_model(base_source)
     try:
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
