@@ -88,8 +88,8 @@ def main() -> None:
         "positives_identical_to_raw": same,
     }
     RESULTS.mkdir(exist_ok=True)
-    name = "art_generator" + (f"-{args.tag}" if args.tag else "")
-    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=2))
+    results_name = "art_generator" + (f"-{args.tag}" if args.tag else "")
+    (RESULTS / f"{results_name}.json").write_text(json.dumps(record, indent=2))
     lines = [
         f"# ART part 1: PPO speed and raw vs tuned generator ({record['date']})",
         "",
@@ -112,7 +112,7 @@ def main() -> None:
         lines += [f"Examples, {name}:", ""]
         lines += [f"- x: {e['anchor']}<br>y+: {e['positive']}<br>y-: {e['negative']}" for e in r["examples"]]
         lines.append("")
-    (RESULTS / f"{name}.md").write_text("\n".join(lines))
+    (RESULTS / f"{results_name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
