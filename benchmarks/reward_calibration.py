@@ -24,7 +24,7 @@ from hardcse.art.tuning import load_discriminator
 from hardcse.config import AnchorConfig, GeneratorConfig, RewardConfig
 from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.encoder.build import load_encoder
-from hardcse.encoder.encode import encode
+from hardcse.encoder.encode import pair_cosines
 from hardcse.generator.model import load_generator
 from hardcse.generator.parsing import parse_response
 from hardcse.generator.prompts import render_prompts
@@ -44,12 +44,6 @@ def youden_threshold(p_target: np.ndarray, is_target: np.ndarray) -> tuple[float
     return best
 
 
-def cosines(encoder, xs, ys) -> np.ndarray:
-    e = encode(encoder, list(xs) + list(ys))
-    a, b = e[: len(xs)], e[len(xs) :]
-    return np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--discriminator", default="runs/nli-minilm")
@@ -64,7 +58,7 @@ def main() -> None:
     probs = discriminator.predict_proba(dev.premises, dev.hypotheses)
     omega_e, j_e = youden_threshold(probs[:, LABEL_ID["entailment"]], labels == LABEL_ID["entailment"])
     omega_c, j_c = youden_threshold(probs[:, LABEL_ID["contradiction"]], labels == LABEL_ID["contradiction"])
-    cos = cosines(encoder, dev.premises, dev.hypotheses)
+    cos = pair_cosines(encoder, list(dev.premises), list(dev.hypotheses))
     cos_e, cos_c = cos[labels == LABEL_ID["entailment"]], cos[labels == LABEL_ID["contradiction"]]
     dev_stats = {
         "pairs": len(dev),

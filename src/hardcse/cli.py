@@ -190,6 +190,40 @@ def cmd_judge(args: argparse.Namespace) -> None:
         _write_json(Path(args.out), results)
 
 
+def cmd_art_run(args: argparse.Namespace) -> None:
+    from hardcse.art.run import art_run, saved_run_config
+    from hardcse.config import ArtRunConfig, load_config
+    from hardcse.report.art import sts_rows, sts_table
+
+    run_dir = Path(args.runs_dir) / args.name
+    config_path = args.config
+    if config_path is None:
+        if not args.resume:
+            raise HardcseError("give --config FILE (or --resume an existing run, which reads its config.yaml)")
+        config_path = saved_run_config(run_dir)
+    config = load_config(ArtRunConfig, config_path, args.overrides)
+    final = art_run(config, run_dir, resume=args.resume)
+    print(f"\nSTS per round ({run_dir}):")
+    print(sts_table(sts_rows(run_dir)))
+    print(f"\nfinal encoder: {final}  (SentenceTransformer('{final}') loads it)")
+    print(f"report: {run_dir / 'report.md'}, plots: {run_dir / 'plots'}")
+
+
+def cmd_art_compare(args: argparse.Namespace) -> None:
+    from hardcse.report.art import compare_runs
+
+    print(compare_runs(args.runs))
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from hardcse.report.art import build_report
+
+    run_dir = Path(args.run_dir)
+    text = build_report(run_dir)
+    write_text_atomic(run_dir / "report.md", text)
+    print(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hardcse.data.sts import ALL_TASKS
     from hardcse.encoder.build import POOLINGS
@@ -261,6 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge", required=True, help="an NLI model that is not the reward's discriminator")
     p.add_argument("--out", help="JSON file for the measures")
     p.set_defaults(func=cmd_judge)
+
+    p = sub.add_parser("art", help="ART: the adaptive rounds (run) and runs side by side (compare)")
+    art = p.add_subparsers(dest="art_command", required=True)
+    p = art.add_parser("run", help="round 0 evaluation, then rounds of PPO -> synthesis -> filter -> SimCSE -> eval")
+    p.add_argument("--config", help="YAML with ArtRunConfig keys (configs/quickstart.yaml, configs/cpu-full.yaml, ...)")
+    p.add_argument("--name", required=True, help="the run folder's name under --runs-dir")
+    p.add_argument("--runs-dir", default="runs", help="where run folders live (default: runs)")
+    p.add_argument("--resume", action="store_true", help="continue the run from its last completed stage")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. rounds=1 ppo.steps=10")
+    p.set_defaults(func=cmd_art_run)
+    p = art.add_parser("compare", help="runs side by side: STS before/after, synthetic-data measures")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    p.set_defaults(func=cmd_art_compare)
+
+    p = sub.add_parser("report", help="rebuild report.md and plots/ of an ART run folder, and print it")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("eval-nli", help="accuracy and per-class F1 of an NLI model on the held-out NLI sets")
     p.add_argument("--model", required=True, help="a folder made by train-nli, or any 3-way NLI cross-encoder")

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 
 from hardcse.data.nli import DEV_FILES, TRAIN_FILES
+from hardcse.data.sts import ALL_TASKS
 from hardcse.errors import HardcseError
 
 T = TypeVar("T")
@@ -167,6 +168,42 @@ class TuneConfig:
     filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse generate`
 
 
+@dataclass
+class ArtRunConfig:
+    """``hardcse art run``: round 0 evaluates the starting encoder; each round r = 1..rounds tunes the generator
+    with PPO against the dual reward (difficulty judged by the current encoder), synthesises triplets for new
+    anchors, filters them, trains the encoder further on them and evaluates it; round r + 1 uses that encoder."""
+
+    encoder: str = "bundled:minilm-l6"  # round 0: the starting (supervised) encoder
+    pooling: str = "default"
+    # A folder from `hardcse train-nli`, or "train": train one into the run folder from `discriminator_training`.
+    discriminator: str = "runs/nli-minilm"
+    discriminator_training: NLITrainConfig = field(default_factory=NLITrainConfig)
+    # An NLI model that is not the reward's, for the synthetic-data accuracy (paper Table 4); null: not measured.
+    judge: str | None = None
+    rounds: int = 3  # paper: 3
+    tune_generator: bool = True  # false: the raw LLM writes the data (the paper's SimCSE* baseline)
+    continue_generator: bool = True  # round r tunes on from round r - 1's generator (false: from the base model)
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    anchors: AnchorConfig = field(default_factory=AnchorConfig)
+    synthesis_anchors: int = 1000  # new corpus anchors a round gets a positive and a negative for (paper: 20k)
+    synthesis_temperature: float | None = 0.8  # sampling temperature of synthesis (authors' code: 0.8; PPO
+    # samples at generator.temperature); null: generator.temperature
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    # SimCSE on the kept triplets, from the previous round's encoder (``model`` is ignored). Paper: 2 epochs,
+    # lr 1e-7 to 2e-7 for BERT/RoBERTa-large on 20k triplets.
+    encoder_training: EncoderTrainConfig = field(default_factory=EncoderTrainConfig)
+    mix_triplets: str | None = None  # a triplet file whose rows are added to every round's training data
+    mix_examples: int | None = None  # how many of them (the first N); null: all
+    # The encoder a round hands on is the better of (trained, previous) on STS-B dev: a round never makes the
+    # next round's difficulty judge worse on the selection split. false: always hand on the trained one.
+    keep_better_encoder: bool = True
+    eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
+    examples_per_round: int = 5  # example triplets in the report (paper Table 6)
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)
@@ -215,20 +252,39 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
     return cls(**{k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()})
 
 
+def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file's mapping; ``base: other.yaml`` (relative to the file) is read first and updated by the
+    file's own keys, nested mappings key by key."""
+    if not path.is_file():
+        raise HardcseError(f"{path}: no such config file")
+    if path.resolve() in seen:
+        raise HardcseError(f"{path}: `base` files form a cycle")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise HardcseError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(data, dict):
+        raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    return _merge(_read_yaml(path.parent / base, (*seen, path.resolve())), data)
+
+
+def _merge(base: dict, update: dict) -> dict:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> T:
-    """A ``cls`` from a YAML file (optional) with ``key=value`` overrides (``a.b=3``; values parsed as YAML)."""
+    """A ``cls`` from a YAML file (optional; ``base: FILE`` inherits another) with ``key=value`` overrides
+    (``a.b=3``; values parsed as YAML)."""
     data: dict = {}
     where = cls.__name__
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise HardcseError(f"{path}: no such config file")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise HardcseError(f"{path}: not valid YAML ({e})") from None
-        if not isinstance(data, dict):
-            raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
+        data = _read_yaml(Path(path))
         where = str(path)
     for item in overrides:
         key, sep, raw = item.partition("=")

@@ -1,8 +1,8 @@
 """``hardcse tune-generator``: PPO of the generator against the dual reward, logged, saved, resumable.
 
 Out folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
-every ``save_every`` steps), ``generator/`` (the final adapter, a folder ``hardcse generate`` takes),
-``config.yaml``.
+every ``save_every`` steps), ``generator/`` (the final adapter with its PPO log and curves, a folder
+``hardcse generate`` takes; written whole or not at all), ``config.yaml``.
 """
 
 from __future__ import annotations
@@ -59,9 +59,18 @@ def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> R
     return score
 
 
-def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False) -> Path:
-    """Run ``config.ppo.steps`` PPO steps; returns the folder of the tuned generator."""
+def tune_generator(
+    config: TuneConfig,
+    out_dir: str | Path,
+    resume: bool = False,
+    train_anchors: list[str] | None = None,
+    final_dir: str | Path | None = None,
+) -> Path:
+    """Run ``config.ppo.steps`` PPO steps; returns the folder of the tuned generator (``final_dir``, by default
+    ``out_dir/generator``). Step ``t`` reads the ``t``-th slice of ``train_anchors`` (default: the training
+    part of the anchor split)."""
     out_dir = Path(out_dir)
+    final = Path(final_dir) if final_dir is not None else out_dir / "generator"
     checkpoint = out_dir / "checkpoint"
     log_path = out_dir / "ppo_log.jsonl"
     if out_dir.exists() and any(out_dir.iterdir()) and not resume:
@@ -69,7 +78,8 @@ def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False
     out_dir.mkdir(parents=True, exist_ok=True)
     save_config(config, out_dir / "config.yaml")
 
-    split = split_anchors(config.anchors)
+    if train_anchors is None:
+        train_anchors = split_anchors(config.anchors).train
     reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
     resuming = resume and (checkpoint / "ppo_state.json").is_file()
     source = str(checkpoint) if resuming else config.generator.model
@@ -88,7 +98,7 @@ def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False
     with tqdm(total=config.ppo.steps, initial=trainer.step_count, desc="PPO", unit="step") as bar:
         while trainer.step_count < config.ppo.steps:
             step = trainer.step_count + 1
-            anchors = anchors_for_step(split.train, step, batch)
+            anchors = anchors_for_step(train_anchors, step, batch)
             prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
             torch.manual_seed(config.ppo.seed + step)  # the same step samples the same way after a resume
             stats = trainer.step(prompts, art_reward_fn(reward, anchors, kinds))
@@ -102,8 +112,12 @@ def tune_generator(config: TuneConfig, out_dir: str | Path, resume: bool = False
                 trainer.save(tmp, base_model_source(config.generator.model))
                 shutil.rmtree(checkpoint, ignore_errors=True)
                 tmp.rename(checkpoint)
-    final = out_dir / "generator"
-    shutil.rmtree(final, ignore_errors=True)
-    shutil.copytree(checkpoint, final)
     plot_ppo_log(log_path, out_dir / "ppo_curves.png")
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(checkpoint, tmp)
+    for name in ("ppo_log.jsonl", "ppo_curves.png"):
+        shutil.copy2(out_dir / name, tmp / name)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
     return final

@@ -74,3 +74,12 @@ def encode(
             out[idx] = emb
             bar.update(len(idx))
     return out
+
+
+def pair_cosines(model: SentenceTransformer, xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
+    """cos(f(x_i), f(y_i)) for each pair."""
+    if not xs:
+        return np.zeros(0)
+    emb = encode(model, [*xs, *ys])
+    ex, ey = emb[: len(xs)], emb[len(xs) :]
+    return np.sum(ex * ey, axis=1) / (np.linalg.norm(ex, axis=1) * np.linalg.norm(ey, axis=1))

@@ -18,7 +18,7 @@ from sentence_transformers import SentenceTransformer
 from hardcse.config import RewardConfig
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
-from hardcse.encoder.encode import encode
+from hardcse.encoder.encode import pair_cosines
 from hardcse.generator.parsing import Parsed
 
 
@@ -89,9 +89,7 @@ class DualReward:
             all_probs[idx] = probs
             target = np.where(is_positive[idx], LABEL_ID["entailment"], LABEL_ID["contradiction"])
             p_target[idx] = probs[np.arange(len(idx)), target]
-            emb = encode(self.encoder, xs + ys)
-            ex, ey = emb[: len(idx)], emb[len(idx) :]
-            cos = np.sum(ex * ey, axis=1) / (np.linalg.norm(ex, axis=1) * np.linalg.norm(ey, axis=1))
+            cos = pair_cosines(self.encoder, xs, ys)
             cosine[idx] = cos
             reward[idx], r1[idx], r2[idx] = dual_reward(p_target[idx], cos, is_positive[idx], self.config)
         return RewardParts(reward, r1, r2, p_target, cosine, valid, all_probs)
