@@ -122,3 +122,16 @@ def tiny_nli_dir(tiny_bert_dir, tmp_path_factory):
     )
     model.save_pretrained(str(path))
     return path
+
+
+SUBJECTS = ["the cat", "a dog", "the good cat", "a very bad dog", "the dog"]
+VERBS = ["runs", "sleeps", "runs very", "sleeps a", "runs the"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """50 distinct anchors in the tiny LM's vocabulary, and one too short to be an anchor."""
+    sentences = [f"{s} {v} and {s} {w} here" for s in SUBJECTS for v in VERBS for w in VERBS[:2]]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(sentences + ["too short"]) + "\n")
+    return path

@@ -15,17 +15,6 @@ from hardcse.errors import HardcseError
 from hardcse.report.plots import read_jsonl
 from hardcse.rl.reward import DualReward
 
-SUBJECTS = ["the cat", "a dog", "the good cat", "a very bad dog", "the dog"]
-VERBS = ["runs", "sleeps", "runs very", "sleeps a", "runs the"]
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    sentences = [f"{s} {v} and {s} {w} here" for s in SUBJECTS for v in VERBS for w in VERBS[:2]]
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(sentences + ["too short"]) + "\n")
-    return path
-
 
 def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):
     config = AnchorConfig(corpus=str(corpus), held_out=5)

@@ -1,6 +1,8 @@
+from pathlib import Path
+
 import pytest
 
-from hardcse.config import EncoderTrainConfig, NLITrainConfig, load_config, save_config
+from hardcse.config import ArtRunConfig, EncoderTrainConfig, NLITrainConfig, TuneConfig, load_config, save_config
 from hardcse.errors import HardcseError
 
 
@@ -44,3 +46,29 @@ def test_bad_yaml_names_the_file(tmp_path):
     path.write_text("a: [1, 2\n")
     with pytest.raises(HardcseError, match="c.yaml: not valid YAML"):
         load_config(EncoderTrainConfig, path)
+
+
+CONFIG_CLASSES = {
+    "simcse-sup.yaml": EncoderTrainConfig,
+    "nli-discriminator.yaml": NLITrainConfig,
+    "nli-judge.yaml": NLITrainConfig,
+    "tune-cpu.yaml": TuneConfig,
+    "few-shot.yaml": TuneConfig,
+}
+
+
+def test_every_shipped_config_loads():
+    configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+    assert len(configs) >= 12
+    for path in configs:
+        load_config(CONFIG_CLASSES.get(path.name, ArtRunConfig), path)
+
+
+def test_a_config_inherits_its_base_key_by_key(tmp_path):
+    (tmp_path / "base.yaml").write_text("rounds: 3\nppo:\n  steps: 20\n  batch_size: 16\n")
+    (tmp_path / "child.yaml").write_text("base: base.yaml\nppo:\n  steps: 5\n")
+    config = load_config(ArtRunConfig, tmp_path / "child.yaml", ["rounds=2"])
+    assert (config.rounds, config.ppo.steps, config.ppo.batch_size) == (2, 5, 16)
+    (tmp_path / "base.yaml").write_text("base: child.yaml\n")
+    with pytest.raises(HardcseError, match="cycle"):
+        load_config(ArtRunConfig, tmp_path / "child.yaml")

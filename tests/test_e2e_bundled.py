@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from sentence_transformers import SentenceTransformer
@@ -89,3 +90,19 @@ def test_eval_on_a_user_pair_file(tmp_path, capsys):
     assert main(["eval", "--model", BUNDLED_ENCODER, "--pairs", str(path)]) == 0
     out = capsys.readouterr().out
     assert "| model | mine |" in out and "| 100.00 |" in out  # the bundled encoder ranks these three pairs right
+
+
+def test_art_smoke_run_on_the_bundled_models(tmp_path, capsys):
+    """configs/smoke.yaml: discriminator training, round 0, PPO, synthesis, filter, SimCSE, eval, report."""
+    smoke = Path(__file__).parents[1] / "configs" / "smoke.yaml"
+    args = ["art", "run", "--config", str(smoke), "--name", "smoke", "--runs-dir", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| round_0 | 82.03 | 86.72 |" in out and "| round_1 |" in out  # STS-B, STS-B dev of the bundled encoder
+    run = tmp_path / "smoke"
+    assert (run / "discriminator" / "config.json").is_file()
+    records = [json.loads(line) for line in (run / "round_1" / "synthetic.jsonl").open()]
+    assert len(records) == 8 and sum(r["positive"] is not None for r in records) >= 4  # the few-shot prompt parses
+    assert "## Synthetic data per round" in (run / "report.md").read_text()
+    model = SentenceTransformer(str(run / "round_1" / "encoder"), device="cpu")
+    assert model.encode(["A man plays a guitar."]).shape == (1, 384)

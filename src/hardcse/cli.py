@@ -216,12 +216,9 @@ def cmd_art_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
-    from hardcse.report.art import build_report
+    from hardcse.report.art import write_report
 
-    run_dir = Path(args.run_dir)
-    text = build_report(run_dir)
-    write_text_atomic(run_dir / "report.md", text)
-    print(text)
+    print(write_report(args.run_dir).read_text(encoding="utf-8"))
 
 
 def build_parser() -> argparse.ArgumentParser:

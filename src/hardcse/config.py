@@ -15,11 +15,13 @@ from typing import Any, TypeVar
 
 import yaml
 
+from hardcse.atomic import write_text_atomic
 from hardcse.data.nli import DEV_FILES, TRAIN_FILES
 from hardcse.data.sts import ALL_TASKS
 from hardcse.errors import HardcseError
 
 T = TypeVar("T")
+TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
 
 
 @dataclass
@@ -160,6 +162,7 @@ class TuneConfig:
     """``hardcse tune-generator`` and ``hardcse generate``: the generator, its reward, PPO, anchors, filter."""
 
     encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty
+    pooling: str = "default"  # the encoder's pooling (see `hardcse eval --pooling`)
     discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse train-nli`: judges correctness
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -177,7 +180,7 @@ class ArtRunConfig:
     encoder: str = "bundled:minilm-l6"  # round 0: the starting (supervised) encoder
     pooling: str = "default"
     # A folder from `hardcse train-nli`, or "train": train one into the run folder from `discriminator_training`.
-    discriminator: str = "runs/nli-minilm"
+    discriminator: str = "runs/nli-minilm"  # TRAIN_IN_RUN or a model source
     discriminator_training: NLITrainConfig = field(default_factory=NLITrainConfig)
     # An NLI model that is not the reward's, for the synthetic-data accuracy (paper Table 4); null: not measured.
     judge: str | None = None
@@ -192,7 +195,8 @@ class ArtRunConfig:
     synthesis_temperature: float | None = 0.8  # sampling temperature of synthesis (authors' code: 0.8; PPO
     # samples at generator.temperature); null: generator.temperature
     filter: FilterConfig = field(default_factory=FilterConfig)
-    # SimCSE on the kept triplets, from the previous round's encoder (``model`` is ignored). Paper: 2 epochs,
+    # SimCSE on the kept triplets, from the previous round's encoder (its ``model`` and ``pooling`` are set by the
+    # run; ``mode`` must be sup). Paper: 2 epochs,
     # lr 1e-7 to 2e-7 for BERT/RoBERTa-large on 20k triplets.
     encoder_training: EncoderTrainConfig = field(default_factory=EncoderTrainConfig)
     mix_triplets: str | None = None  # a triplet file whose rows are added to every round's training data
@@ -304,4 +308,4 @@ def config_to_dict(config: Any) -> dict:
 
 def save_config(config: Any, path: str | Path) -> None:
     """Write the resolved config (every default spelled out) as YAML."""
-    Path(path).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8")
+    write_text_atomic(path, yaml.safe_dump(config_to_dict(config), sort_keys=False))

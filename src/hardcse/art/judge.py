@@ -29,9 +29,9 @@ def judge_records(
         if cosine_encoder is not None:
             cosines = [float(c) for c in pair_cosines(cosine_encoder, anchors, outputs)]
         else:
-            cosines = [r[f"{kind}_cosine"] for r in rows]
+            cosines = [r[f"{kind}_cosine"] for r in rows if r[f"{kind}_cosine"] is not None]
         result[f"{kind}_cosines"] = [round(c, 5) for c in cosines]
-        result[f"{kind}_mean_cosine"] = float(np.mean(cosines)) if rows else None
+        result[f"{kind}_mean_cosine"] = float(np.mean(cosines)) if cosines else None
         result[f"{kind}_accuracy"] = None
         if rows and judge is not None:
             probs = judge.predict_proba(anchors, outputs)

@@ -13,13 +13,15 @@ output exists and continues PPO from its last checkpoint, so a killed run loses 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import logging
 import platform
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -33,7 +35,7 @@ from hardcse.art.judge import judge_records
 from hardcse.art.synthesis import synthesize
 from hardcse.art.tuning import load_discriminator, tune_generator
 from hardcse.atomic import write_text_atomic
-from hardcse.config import ArtRunConfig, TuneConfig, config_to_dict, save_config
+from hardcse.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig, config_to_dict, save_config
 from hardcse.data.sts import ALL_TASKS, DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.discriminator.nli import NLIDiscriminator, train_nli
@@ -43,9 +45,9 @@ from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import evaluate_sts
 from hardcse.logs import log_to_file
 from hardcse.report.plots import read_jsonl
+from hardcse.resources import resolve_model
 
 log = logging.getLogger(__name__)
-TRAIN_DISCRIMINATOR = "train"
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
 
 
@@ -78,14 +80,39 @@ def round_anchors(train: list[str], config: ArtRunConfig) -> list[RoundAnchors]:
     ]
 
 
-def validate(config: ArtRunConfig) -> None:
-    if config.rounds < 1:
-        raise HardcseError(f"rounds={config.rounds}: a run needs at least one round")
-    if config.synthesis_anchors < 1:
-        raise HardcseError(f"synthesis_anchors={config.synthesis_anchors}: must be at least 1")
+def validate(config: ArtRunConfig) -> list[RoundAnchors]:
+    """Every check that can fail before any work is done; returns the anchors of each round."""
+    positive = {"rounds": config.rounds, "synthesis_anchors": config.synthesis_anchors}
+    if config.tune_generator:
+        positive |= {"ppo.steps": config.ppo.steps, "ppo.save_every": config.ppo.save_every}
+    for key, value in positive.items():
+        if value < 1:
+            raise HardcseError(f"{key}={value}: must be at least 1")
+    for key, value in {"mix_examples": config.mix_examples, "examples_per_round": config.examples_per_round}.items():
+        if value is not None and value < 0:
+            raise HardcseError(f"{key}={value}: must not be negative")
     unknown = [t for t in config.eval_tasks if t not in ALL_TASKS]
     if unknown:
         raise HardcseError(f"eval_tasks: unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
+    if config.encoder_training.mode != "sup":
+        raise HardcseError("encoder_training.mode: ART trains on triplets, so it must be sup")
+    if config.pooling == "cls_mlp":
+        raise HardcseError(
+            "pooling=cls_mlp adds a freshly initialised head, a different one at every load; train it first "
+            "(hardcse train-encoder --pooling cls_mlp) and give the saved folder as encoder"
+        )
+    if config.mix_triplets and not Path(config.mix_triplets).is_file():
+        raise HardcseError(f"mix_triplets: {config.mix_triplets}: no such file")
+    sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
+    if config.discriminator != TRAIN_IN_RUN:
+        sources["discriminator"] = config.discriminator
+    for key, source in sources.items():
+        if source is not None:
+            try:
+                resolve_model(source)
+            except HardcseError as e:
+                raise HardcseError(f"{key}: {e}") from None
+    return round_anchors(split_anchors(config.anchors).train, config)
 
 
 class Manifest:
@@ -122,15 +149,14 @@ class Manifest:
             return
         log.info("stage %s: start", name)
         print(f"== {name}", flush=True)
-        entry = {"start": _now()}
+        attempts = self.data["stages"].get(name, {}).get("attempts", 0) + 1  # counts attempts that were killed
+        entry = self.data["stages"][name] = {"start": _now(), "attempts": attempts}
+        self.save()
         start = time.perf_counter()
         work()
         if not done():
             raise HardcseError(f"stage {name} finished without its output; this is a bug")
-        previous = self.data["stages"].get(name, {})
         entry |= {"end": _now(), "seconds": round(time.perf_counter() - start, 1)}
-        entry["attempts"] = previous.get("attempts", 0) + 1
-        self.data["stages"][name] = entry
         self.save()
 
     def finish(self) -> None:
@@ -168,11 +194,22 @@ def saved_run_config(run_dir: Path) -> Path:
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False) -> Path:
     """Run (or continue) every stage of the run; returns the final encoder's folder."""
-    validate(config)
+    blocks = validate(config)
     run_dir = Path(run_dir)
     prepare_run_dir(run_dir, config, resume)
-    with log_to_file(run_dir / "run.log"):
-        return _run_stages(config, run_dir)
+    with _exclusive(run_dir / "run.lock"), log_to_file(run_dir / "run.log"):
+        return _run_stages(config, run_dir, blocks)
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """One process per run folder: a second one would delete the first one's temporary folders."""
+    with lock_path.open("w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HardcseError(f"another process is running {lock_path.parent}; wait for it or stop it") from None
+        yield
 
 
 @dataclass
@@ -185,12 +222,11 @@ class _Run:
     tasks: list[str]
 
 
-def _run_stages(config: ArtRunConfig, run_dir: Path) -> Path:
+def _run_stages(config: ArtRunConfig, run_dir: Path, blocks: list[RoundAnchors]) -> Path:
     manifest = Manifest(run_dir / "manifest.json", config)
-    blocks = round_anchors(split_anchors(config.anchors).train, config)
 
     discriminator_dir = run_dir / "discriminator"
-    if config.discriminator == TRAIN_DISCRIMINATOR:
+    if config.discriminator == TRAIN_IN_RUN:
         manifest.stage(
             "discriminator",
             done=discriminator_dir.is_dir,
@@ -231,6 +267,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         generator_dir = round_dir / "generator"
         tune = TuneConfig(
             encoder=encoder_source,
+            pooling=pooling,
             discriminator=run.discriminator_source,
             generator=dataclasses.replace(config.generator, model=generator_source),
             reward=config.reward,
@@ -242,7 +279,12 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             f"round_{r}.generator",
             done=generator_dir.is_dir,
             work=lambda: tune_generator(
-                tune, round_dir / "ppo", resume=True, train_anchors=anchors.ppo, final_dir=generator_dir
+                tune,
+                round_dir / "ppo",
+                resume=True,
+                train_anchors=anchors.ppo,
+                final_dir=generator_dir,
+                discriminator=run.discriminator,
             ),
         )
         shutil.rmtree(round_dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
@@ -314,7 +356,8 @@ def _train_round_encoder(config: ArtRunConfig, round_dir: Path, source: str, poo
             record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
             model.save(str(tmp))
         else:
-            outcome = train_encoder(config.encoder_training, data, tmp, model=model)
+            training = dataclasses.replace(config.encoder_training, model=source, pooling=pooling)
+            outcome = train_encoder(training, data, tmp, model=model)
             record.update(
                 trained=True, best_dev=outcome.best_dev, best_step=outcome.best_step, dev_history=outcome.history
             )
@@ -331,8 +374,9 @@ def _train_round_encoder(config: ArtRunConfig, round_dir: Path, source: str, poo
 
 
 def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str]) -> None:
-    training = json.loads((encoder_dir.parent / "training.json").read_text(encoding="utf-8"))
-    if training["handed_on"] == "previous":  # the same weights as last round: the same scores
+    training_path = encoder_dir.parent / "training.json"  # absent when a user trained the encoder folder
+    training = json.loads(training_path.read_text(encoding="utf-8")) if training_path.is_file() else {}
+    if training.get("handed_on") == "previous":  # the same weights as last round: the same scores
         record = json.loads(previous.read_text(encoding="utf-8")) | {
             "model": str(encoder_dir),
             "copied_from": str(previous),
@@ -384,4 +428,4 @@ def _git_commit() -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None

@@ -65,10 +65,11 @@ def tune_generator(
     resume: bool = False,
     train_anchors: list[str] | None = None,
     final_dir: str | Path | None = None,
+    discriminator: NLIDiscriminator | None = None,
 ) -> Path:
     """Run ``config.ppo.steps`` PPO steps; returns the folder of the tuned generator (``final_dir``, by default
     ``out_dir/generator``). Step ``t`` reads the ``t``-th slice of ``train_anchors`` (default: the training
-    part of the anchor split)."""
+    part of the anchor split). ``discriminator`` saves loading ``config.discriminator`` again."""
     out_dir = Path(out_dir)
     final = Path(final_dir) if final_dir is not None else out_dir / "generator"
     checkpoint = out_dir / "checkpoint"
@@ -80,9 +81,11 @@ def tune_generator(
 
     if train_anchors is None:
         train_anchors = split_anchors(config.anchors).train
-    reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+    discriminator = discriminator or load_discriminator(config.discriminator)
+    reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
     resuming = resume and (checkpoint / "ppo_state.json").is_file()
     source = str(checkpoint) if resuming else config.generator.model
+    torch.manual_seed(config.ppo.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     model, tokenizer = load_generator(source, config.generator, trainable=True)
     trainer = PPOTrainer(model, tokenizer, config.generator, config.ppo)
     if resuming:

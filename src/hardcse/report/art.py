@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from hardcse.atomic import write_text_atomic  # noqa: E402
+from hardcse.config import TRAIN_IN_RUN  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
 from hardcse.report.plots import read_jsonl  # noqa: E402
@@ -96,7 +97,7 @@ def _synthetic_table(rounds: list[Path]) -> str:
 
 def _training_table(rounds: list[Path]) -> str:
     lines = [
-        "| round | training triplets | steps | best STS-B dev | previous dev | handed on |",
+        "| round | training triplets | best step | best STS-B dev | previous dev | handed on |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for d in rounds:
@@ -105,7 +106,8 @@ def _training_table(rounds: list[Path]) -> str:
             continue
         handed = t["handed_on"] + (f" ({t['why']})" if t.get("why") else "")
         lines.append(
-            f"| {d.name} | {t['triplets']} | {t.get('best_step') or ''} | {_fmt(t.get('best_dev'))} "
+            f"| {d.name} | {t['triplets']} | {'' if t.get('best_step') is None else t['best_step']} "
+            f"| {_fmt(t.get('best_dev'))} "
             f"| {_fmt(t['previous_dev'])} | {handed} |"
         )
     return "\n".join(lines)
@@ -113,8 +115,8 @@ def _training_table(rounds: list[Path]) -> str:
 
 def _ppo_table(rounds: list[Path]) -> str:
     lines = [
-        "| round | PPO steps | reward, first 5 steps | reward, last 5 steps | parse fail, first 5 | parse fail, last 5 "
-        "| KL, last 5 |",
+        "| round | PPO steps (not skipped) | reward, first 5 steps | reward, last 5 steps | parse fail, first 5 "
+        "| parse fail, last 5 | KL, last 5 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for d in rounds:
@@ -153,11 +155,12 @@ def _examples(rounds: list[Path]) -> str:
 def _time_table(manifest: dict | None) -> str:
     if not manifest or not manifest.get("stages"):
         return ""
-    lines = ["| stage | minutes | attempts |", "|---|---:|---:|"]
+    lines = ["| stage | minutes (last attempt) | attempts |", "|---|---:|---:|"]
     total = 0.0
     for name, s in manifest["stages"].items():
-        total += s["seconds"]
-        lines.append(f"| {name} | {s['seconds'] / 60:.1f} | {s.get('attempts', 1)} |")
+        total += s.get("seconds", 0.0)
+        minutes = f"{s['seconds'] / 60:.1f}" if "seconds" in s else "not finished"
+        lines.append(f"| {name} | {minutes} | {s['attempts']} |")
     lines.append(f"| **total** | **{total / 60:.1f}** | |")
     return "\n".join(lines)
 
@@ -249,11 +252,16 @@ def build_report(run_dir: str | Path) -> str:
         if tuned
         else f"`{config['generator']['model']}` without RL (raw LLM baseline)"
     )
+    discriminator = f"`{config['discriminator']}`"
+    if config["discriminator"] == TRAIN_IN_RUN:
+        training = config["discriminator_training"]
+        pairs = training["max_examples"] or "all"
+        discriminator = f"trained in the run (`discriminator/`: `{training['model']}`, {pairs} NLI pairs)"
     out = [
         f"# ART run `{run_dir.name}`",
         "",
         f"- encoder: `{config['encoder']}`; generator: {generator}",
-        f"- discriminator: `{config['discriminator']}`; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
+        f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
         f"- {config['rounds']} round(s), {config['synthesis_anchors']} new anchors each; filter: "
         f"P(entailment) >= {config['filter']['min_entailment']}, P(contradiction) >= "
         f"{config['filter']['min_contradiction']}; reward w1 {config['reward']['w1']}, w2 {config['reward']['w2']}",
@@ -295,7 +303,8 @@ def write_report(run_dir: str | Path) -> Path:
 
 
 def compare_runs(run_dirs: list[str | Path]) -> str:
-    """One row per run: its last evaluated round against its round 0, and that round's synthetic-data measures."""
+    """One row per run: its last evaluated round against its round 0, and that round's synthetic-data measures
+    (an unfinished run is marked)."""
     lines = [
         "| run | rounds | round 0 avg7 | final avg7 | Δ | final STS-B dev | kept triplets (all rounds) "
         "| judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |",
@@ -307,12 +316,15 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
             raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
         rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
         kept = sum((_read_json(d / "synthesis.json") or {}).get("kept", 0) for d in rounds)
-        measures = [m for m in (_read_json(d / "measures.json") for d in rounds) if m]
-        last = measures[-1] if measures else {}
-        final = rows[-1][1]
+        final_name, final = rows[-1]
+        last = _read_json(run_dir / final_name / "measures.json") or {}
+        manifest = _read_json(run_dir / "manifest.json") or {}
+        finished = bool(manifest.get("runs")) and "finished" in manifest["runs"][-1]
+        name = run_dir.name + ("" if finished else " (unfinished)")
+        delta = "" if final.get("delta") is None else f"{final['delta']:+.2f}"
         lines.append(
-            f"| {run_dir.name} | {len(rows) - 1} | {_fmt(rows[0][1].get('avg7'))} | {_fmt(final.get('avg7'))} "
-            f"| {_fmt(final.get('delta'))} | {_fmt(final.get(DEV_TASK))} | {kept} "
+            f"| {name} | {len(rows) - 1} | {_fmt(rows[0][1].get('avg7'))} | {_fmt(final.get('avg7'))} "
+            f"| {delta} | {_fmt(final.get(DEV_TASK))} | {kept} "
             f"| {_fmt(last.get('positive_accuracy'), 1)} | {_fmt(last.get('negative_accuracy'), 1)} "
             f"| {_fmt(last.get('positive_mean_cosine'), 3)} | {_fmt(last.get('negative_mean_cosine'), 3)} |"
         )

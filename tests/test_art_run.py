@@ -1,0 +1,209 @@
+"""`hardcse art run` on tiny random models: the run folder, resume after a kill, reproducibility, report."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from sentence_transformers import SentenceTransformer
+
+from hardcse.art.run import art_run, round_anchors
+from hardcse.cli import main
+from hardcse.config import ArtRunConfig, load_config
+from hardcse.errors import HardcseError
+from hardcse.report.art import compare_runs
+from hardcse.report.plots import read_jsonl
+
+
+@pytest.fixture
+def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
+    """Two rounds: 2 PPO steps x 4 rollouts and 4 synthesis anchors each, on 45 corpus anchors."""
+    config = {
+        "encoder": str(tiny_encoder_dir),
+        "discriminator": str(tiny_nli_dir),
+        "judge": str(tiny_nli_dir),
+        "rounds": 2,
+        "generator": {"model": str(tiny_lm_dir), "max_new_tokens": 6, "batch_size": 4},
+        "anchors": {"corpus": str(corpus), "held_out": 5, "min_words": 3},
+        "ppo": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "ppo_epochs": 1, "save_every": 1},
+        "synthesis_anchors": 4,
+        "filter": {"min_entailment": 0.0, "min_contradiction": 0.0},
+        "encoder_training": {"batch_size": 4, "eval_steps": 1, "learning_rate": 1e-3},
+        "keep_better_encoder": False,
+        "eval_tasks": [],  # STS-B dev only (always evaluated): fast
+    }
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_round_anchors_are_disjoint_and_synthesis_comes_first():
+    train = [f"s{i}" for i in range(100)]
+    config = ArtRunConfig(rounds=3, synthesis_anchors=10)
+    config.ppo.steps, config.ppo.batch_size = 2, 4
+    blocks = round_anchors(train, config)
+    assert [b.synthesis for b in blocks] == [train[0:10], train[10:20], train[20:30]]
+    assert [b.ppo for b in blocks] == [train[30:38], train[38:46], train[46:54]]
+    # a one-round run with the whole budget synthesises for exactly the same anchors
+    one = ArtRunConfig(rounds=1, synthesis_anchors=30, tune_generator=False)
+    assert round_anchors(train, one)[0].synthesis == train[:30] and round_anchors(train, one)[0].ppo == []
+    with pytest.raises(HardcseError, match="needs 324 distinct anchors"):
+        round_anchors(train, ArtRunConfig(rounds=3, synthesis_anchors=100, ppo=config.ppo))
+
+
+def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
+    run = tmp_path / "runs" / "tiny"
+    assert (
+        main(["art", "run", "--config", str(run_config), "--name", "tiny", "--runs-dir", str(tmp_path / "runs")]) == 0
+    )
+    printed = capsys.readouterr().out
+    assert "| round_0 |" in printed and "| round_2 |" in printed
+
+    assert {"config.yaml", "manifest.json", "report.md", "plots", "round_0", "round_1", "round_2", "run.log"} <= {
+        p.name for p in run.iterdir()
+    }
+    for r in ("round_1", "round_2"):
+        names = {p.name for p in (run / r).iterdir()}
+        assert {"generator", "synthetic.jsonl", "triplets.csv", "encoder", "eval.json", "measures.json"} <= names
+        assert "ppo" not in names  # the PPO work folder is removed once generator/ is complete
+        assert (run / r / "generator" / "ppo_log.jsonl").is_file()
+        assert len(read_jsonl(run / r / "synthetic.jsonl")) == 4
+    anchors = [
+        json.loads(line)["anchor"] for r in ("round_1", "round_2") for line in (run / r / "synthetic.jsonl").open()
+    ]
+    assert len(set(anchors)) == 8  # no anchor reused across rounds
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["versions"]["torch"] and manifest["seeds"]["ppo"] == 42
+    assert list(manifest["stages"])[:2] == ["round_0.eval", "round_1.generator"]
+    assert all(s["seconds"] >= 0 and s["attempts"] == 1 for s in manifest["stages"].values())
+
+    report = (run / "report.md").read_text()
+    for heading in ("STS per round", "Synthetic data per round", "Encoder training per round", "Time per stage"):
+        assert f"## {heading}" in report
+    assert "| round_2 |" in report and "Δavg7" not in report  # only STS-B was evaluated: no 7-task average
+    assert {p.name for p in (run / "plots").iterdir()} == {
+        "reward_per_round.png",
+        "sts_per_round.png",
+        "cosine_histograms.png",
+    }
+
+    model = SentenceTransformer(str(run / "round_2" / "encoder"), device="cpu")
+    assert model.encode(["the cat runs"]).shape == (1, 32)
+
+    (run / "report.md").unlink()
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.md").read_text() == report
+    assert main(["art", "compare", str(run), str(run)]) == 0
+    assert compare_runs([run]).count("| tiny |") == 1
+
+
+def test_a_run_refuses_to_overwrite_or_change_its_config(run_config, tmp_path, capsys):
+    config = load_config(ArtRunConfig, run_config, ["rounds=1", "ppo.steps=1", "synthesis_anchors=2"])
+    art_run(config, tmp_path / "r")
+    with pytest.raises(HardcseError, match="--resume"):
+        art_run(config, tmp_path / "r")
+    changed = load_config(ArtRunConfig, run_config, ["rounds=1", "ppo.steps=2", "synthesis_anchors=2"])
+    with pytest.raises(HardcseError, match="differs from .* in ppo.steps"):
+        art_run(changed, tmp_path / "r", resume=True)
+    art_run(config, tmp_path / "r", resume=True)  # everything done: nothing redone
+    stages = json.loads((tmp_path / "r" / "manifest.json").read_text())["stages"]
+    assert all(s["attempts"] == 1 for s in stages.values())
+    assert main(["art", "run", "--name", "nothing", "--runs-dir", str(tmp_path)]) == 2
+    assert "--config" in capsys.readouterr().err
+
+
+def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
+    """tune_generator false (the SimCSE* baseline); a filter nothing passes; the previous encoder is handed on."""
+    overrides = [
+        "tune_generator=false",
+        "rounds=1",
+        "judge=null",
+        "filter.min_entailment=1.01",
+        "keep_better_encoder=true",
+    ]
+    config = load_config(ArtRunConfig, run_config, overrides)
+    final = art_run(config, tmp_path / "raw")
+    run = tmp_path / "raw"
+    assert not (run / "round_1" / "generator").exists() and final == run / "round_1" / "encoder"
+    training = json.loads((run / "round_1" / "training.json").read_text())
+    assert training == training | {"triplets": 0, "trained": False, "handed_on": "previous"}
+    scores = [json.loads((run / r / "eval.json").read_text())["scores"] for r in ("round_0", "round_1")]
+    assert scores[0] == scores[1]
+    assert SentenceTransformer(str(final), device="cpu").encode(["the cat runs"]).shape == (1, 32)
+    measures = json.loads((run / "round_1" / "measures.json").read_text())
+    assert measures["positive_accuracy"] is None and measures["judge"] is None
+    report = (run / "report.md").read_text()
+    assert "without RL" in report and "no triplets survived the filter" in report
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("rounds=0", "rounds=0: must be at least 1"),
+        ("ppo.save_every=0", "ppo.save_every=0"),
+        ("eval_tasks=[STS99]", "unknown task"),
+        ("encoder_training.mode=unsup", "must be sup"),
+        ("pooling=cls_mlp", "train it first"),
+        ("judge=no/such-judge", "judge: "),
+        ("mix_triplets=missing.csv", "no such file"),
+        ("synthesis_anchors=1000", "distinct anchors"),
+    ],
+)
+def test_bad_run_configs_fail_before_any_work(run_config, tmp_path, override, message):
+    config = load_config(ArtRunConfig, run_config, [override])
+    with pytest.raises(HardcseError, match=message):
+        art_run(config, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def _run_until(args: list[str], stop_when, timeout: float = 300) -> None:
+    """Start `hardcse art run ...` in a process and SIGKILL it as soon as ``stop_when()`` holds (which must
+    happen before the process ends by itself)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hardcse.cli", "art", "run", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + timeout
+    while not stop_when() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    reached = stop_when()
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert reached and process.returncode == -signal.SIGKILL, "the run ended before the kill point"
+
+
+def test_killed_inside_and_between_stages_resume_gives_the_same_run(run_config, tmp_path):
+    config = load_config(ArtRunConfig, run_config)
+    reference = tmp_path / "reference"
+    art_run(config, reference)
+
+    killed = tmp_path / "runs" / "killed"
+    args = ["--config", str(run_config), "--name", "killed", "--runs-dir", str(tmp_path / "runs")]
+    # inside a stage: PPO has saved its first checkpoint but not finished
+    _run_until(args, lambda: (killed / "round_1" / "ppo" / "checkpoint").is_dir())
+    assert not (killed / "round_1" / "generator").exists()
+    # between stages of round 2 (or wherever it is when the synthesis file appears)
+    _run_until([*args, "--resume"], lambda: (killed / "round_2" / "synthesis.json").is_file())
+    assert not (killed / "report.md").exists()
+    art_run(config, killed, resume=True)
+
+    for r in ("round_1", "round_2"):
+        assert (killed / r / "synthetic.jsonl").read_text() == (reference / r / "synthetic.jsonl").read_text()
+        assert (killed / r / "triplets.csv").read_text() == (reference / r / "triplets.csv").read_text()
+        rewards = [
+            [s["reward"] for s in read_jsonl(d / r / "generator" / "ppo_log.jsonl")] for d in (killed, reference)
+        ]
+        assert rewards[0] == rewards[1]
+        scores = [json.loads((d / r / "eval.json").read_text())["scores"] for d in (killed, reference)]
+        assert scores[0] == scores[1]
+    stages = json.loads((killed / "manifest.json").read_text())["stages"]
+    assert stages["round_0.eval"]["attempts"] == 1 and stages["round_1.synthesis"]["attempts"] == 1
+    assert stages["round_1.generator"]["attempts"] == 2  # killed once, resumed from its checkpoint
+    assert all("seconds" in s for s in stages.values())
