@@ -2,7 +2,15 @@ from pathlib import Path
 
 import pytest
 
-from hardcse.config import ArtRunConfig, EncoderTrainConfig, NLITrainConfig, TuneConfig, load_config, save_config
+from hardcse.config import (
+    ArtRunConfig,
+    CurriculumConfig,
+    EncoderTrainConfig,
+    NLITrainConfig,
+    TuneConfig,
+    load_config,
+    save_config,
+)
 from hardcse.errors import HardcseError
 
 
@@ -59,9 +67,10 @@ CONFIG_CLASSES = {
 
 def test_every_shipped_config_loads():
     configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
-    assert len(configs) >= 12
+    assert len(configs) >= 16
     for path in configs:
-        load_config(CONFIG_CLASSES.get(path.name, ArtRunConfig), path)
+        default = CurriculumConfig if path.name.startswith("datacube") else ArtRunConfig
+        load_config(CONFIG_CLASSES.get(path.name, default), path)
 
 
 def test_a_config_inherits_its_base_key_by_key(tmp_path):

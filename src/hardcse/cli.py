@@ -193,7 +193,6 @@ def cmd_judge(args: argparse.Namespace) -> None:
 def cmd_art_run(args: argparse.Namespace) -> None:
     from hardcse.art.run import art_run, saved_run_config
     from hardcse.config import ArtRunConfig, load_config
-    from hardcse.report.art import sts_rows, sts_table
 
     run_dir = Path(args.runs_dir) / args.name
     config_path = args.config
@@ -203,9 +202,8 @@ def cmd_art_run(args: argparse.Namespace) -> None:
         config_path = saved_run_config(run_dir)
     config = load_config(ArtRunConfig, config_path, args.overrides)
     final = art_run(config, run_dir, resume=args.resume)
-    print(f"\nSTS per round ({run_dir}):")
-    print(sts_table(sts_rows(run_dir)))
-    print(f"\nfinal encoder: {final}  (SentenceTransformer('{final}') loads it)")
+    print("\n" + (run_dir / "report.md").read_text(encoding="utf-8"))
+    print(f"final encoder: {final}  (SentenceTransformer('{final}') loads it)")
     print(f"report: {run_dir / 'report.md'}, plots: {run_dir / 'plots'}")
 
 
@@ -219,6 +217,44 @@ def cmd_report(args: argparse.Namespace) -> None:
     from hardcse.report.art import write_report
 
     print(write_report(args.run_dir).read_text(encoding="utf-8"))
+
+
+def cmd_curriculum_plan(args: argparse.Namespace) -> None:
+    from hardcse.config import CurriculumConfig, load_config
+    from hardcse.curriculum.plan import build_plan, save_plan
+
+    config = load_config(CurriculumConfig, args.config, args.overrides)
+    out = _fresh_output(args.out, args.overwrite)
+    plan = build_plan(config)
+    path = save_plan(plan, out)
+    masked = sum(len(b.mask) - sum(b.mask) for b in plan.batches)
+    rows = sum(len(b.rows) for b in plan.batches)
+    print(f"{len(plan.tasks)} tasks, {rows} instances, {len(plan.batches)} batches ({masked} rows masked)")
+    print("task order: " + " -> ".join(plan.tasks[t].name for t in plan.task_order))
+    print(
+        f"tour similarity {plan.anneal['tour_similarity']:.3f}"
+        + (f" (random start {plan.anneal['start_similarity']:.3f})" if "start_similarity" in plan.anneal else "")
+    )
+    print(f"plan: {path}; similarity matrix: {out / 'task_similarity.png'}")
+
+
+def cmd_curriculum_train(args: argparse.Namespace) -> None:
+    from hardcse.curriculum.plan import load_plan
+    from hardcse.curriculum.train import train_from_plan
+    from hardcse.data.sts import ALL_TASKS
+
+    plan = load_plan(args.plan)
+    out = _fresh_output(args.out, args.overwrite)
+    record = train_from_plan(plan, out)
+    print(
+        f"best STS-B dev {record['best_dev']:.2f} at step {record['best_step']}; margin < "
+        f"{plan.config.underfit_margin}: {record['underfit_share_before'] * 100:.1f}% of instances before, "
+        f"{record['underfit_share_after'] * 100:.1f}% after"
+    )
+    if not args.no_eval:
+        from hardcse.encoder.build import load_encoder
+
+        _run_sts(str(out), load_encoder(str(out)), ALL_TASKS, out, str(out))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,6 +341,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = art.add_parser("compare", help="runs side by side: STS before/after, synthetic-data measures")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     p.set_defaults(func=cmd_art_compare)
+
+    p = sub.add_parser("curriculum", help="Data-CUBE: plan (task order + batches), train from a plan")
+    cur = p.add_subparsers(dest="curriculum_command", required=True)
+    p = cur.add_parser("plan", help="task vectors, annealed task order, instance difficulties, batches -> plan.json")
+    p.add_argument("--config", help="YAML with CurriculumConfig keys (configs/datacube-*.yaml)")
+    p.add_argument("--out", required=True, help="folder for plan.json and task_similarity.png")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. max_per_task=200 task_order=random")
+    p.set_defaults(func=cmd_curriculum_plan)
+    p = cur.add_parser("train", help="train the encoder batch by batch in the plan's order, then the STS suite")
+    p.add_argument("--plan", required=True, help="a folder (or plan.json) from `hardcse curriculum plan`")
+    p.add_argument("--out", required=True, help="output folder; SentenceTransformer(out) loads the result")
+    p.add_argument("--no-eval", action="store_true", help="skip the STS suite after training")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.set_defaults(func=cmd_curriculum_train)
 
     p = sub.add_parser("report", help="rebuild report.md and plots/ of an ART run folder, and print it")
     p.add_argument("run_dir", metavar="RUN_DIR")

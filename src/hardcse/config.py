@@ -208,6 +208,37 @@ class ArtRunConfig:
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)
 
 
+@dataclass
+class CurriculumConfig:
+    """Data-CUBE: multi-task instruction-based contrastive training with a task and an instance curriculum.
+    Paper values where given (INSTRUCTOR-large on MEDI: batch 64, lr 2e-5, warmup 0.1, tau 0.01, ~2M annealing
+    iterations); the rest are documented defaults for a 2-core CPU."""
+
+    model: str = "bundled:minilm-l6"  # the encoder trained
+    scorer: str | None = None  # the pre-learned model for task vectors and difficulties; null: ``model``
+    data: str = "builtin"  # builtin (the vendored collection) | a MEDI .json/.jsonl | a task folder
+    max_per_task: int | None = 400  # instances kept per task (seeded sample); null: all
+    task_order: str = "anneal"  # anneal (the task curriculum) | random
+    instance_order: str = "easy_to_hard"  # easy_to_hard (the instance curriculum) | random
+    schedule: str = "cycle"  # cycle: Algorithm 1 (walk the task order, one batch per task) | shuffle: all batches
+    queries_per_task: int = 100  # n_t: instructed queries averaged into a task vector
+    anneal_iterations: int = 2_000_000  # paper: ~2M (800K to 5M alike)
+    initial_temperature: float = 1.0  # T0 (not given by the paper)
+    cooling: float = 0.99999  # T <- cooling * T each iteration (not given by the paper)
+    # delta: an instance with difficulty phi = sim(q,s+) - sim(q,s-) below it is too hard (likely noise): its loss
+    # is masked out, its texts stay in the batch as negatives. The paper's text; its equation (9) says phi >= delta.
+    mask_threshold: float | None = -0.2
+    batch_size: int = 32  # paper: 64
+    temperature: float = 0.01  # tau
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    epochs: float = 1.0
+    max_seq_length: int = 64  # instructions make texts longer than SimCSE's 32
+    eval_steps: int = 50  # STS-B dev every N steps; the best checkpoint is kept
+    underfit_margin: float = 0.05  # the share of instances with phi below this is reported (paper Fig. 2)
+    seed: int = 42
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)

@@ -302,11 +302,28 @@ def write_report(run_dir: str | Path) -> Path:
     return write_text_atomic(run_dir / "report.md", build_report(run_dir))
 
 
+def pooled_measures(measures: list[dict]) -> dict:
+    """Judged accuracy and mean cosines over several rounds' synthetic data together (weighted by parsed outputs)."""
+    out: dict = {}
+    for kind in ("positive", "negative"):
+        parsed = [m["anchors"] * (1 - m[f"{kind}_parse_failure_rate"]) for m in measures]
+        judged = [
+            (m[f"{kind}_accuracy"], n)
+            for m, n in zip(measures, parsed, strict=True)
+            if m[f"{kind}_accuracy"] is not None
+        ]
+        cosines = [c for m in measures for c in m.get(f"{kind}_cosines", [])]
+        total = sum(n for _, n in judged)
+        out[f"{kind}_accuracy"] = sum(a * n for a, n in judged) / total if total else None
+        out[f"{kind}_mean_cosine"] = sum(cosines) / len(cosines) if cosines else None
+    return out
+
+
 def compare_runs(run_dirs: list[str | Path]) -> str:
-    """One row per run: its last evaluated round against its round 0, and that round's synthetic-data measures
-    (an unfinished run is marked)."""
+    """One row per run: its last evaluated round against its round 0, and the synthetic-data measures over all
+    its rounds together (runs with the same anchor budget compare like for like); an unfinished run is marked."""
     lines = [
-        "| run | rounds | round 0 avg7 | final avg7 | Δ | final STS-B dev | kept triplets (all rounds) "
+        "| run | rounds | round 0 avg7 | final avg7 | Δ | final STS-B dev | kept triplets "
         "| judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -316,8 +333,8 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
             raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
         rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
         kept = sum((_read_json(d / "synthesis.json") or {}).get("kept", 0) for d in rounds)
-        final_name, final = rows[-1]
-        last = _read_json(run_dir / final_name / "measures.json") or {}
+        pooled = pooled_measures([m for m in (_read_json(d / "measures.json") for d in rounds) if m])
+        final = rows[-1][1]
         manifest = _read_json(run_dir / "manifest.json") or {}
         finished = bool(manifest.get("runs")) and "finished" in manifest["runs"][-1]
         name = run_dir.name + ("" if finished else " (unfinished)")
@@ -325,7 +342,8 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
         lines.append(
             f"| {name} | {len(rows) - 1} | {_fmt(rows[0][1].get('avg7'))} | {_fmt(final.get('avg7'))} "
             f"| {delta} | {_fmt(final.get(DEV_TASK))} | {kept} "
-            f"| {_fmt(last.get('positive_accuracy'), 1)} | {_fmt(last.get('negative_accuracy'), 1)} "
-            f"| {_fmt(last.get('positive_mean_cosine'), 3)} | {_fmt(last.get('negative_mean_cosine'), 3)} |"
+            f"| {_fmt(pooled['positive_accuracy'], 1)} | {_fmt(pooled['negative_accuracy'], 1)} "
+            f"| {_fmt(pooled['positive_mean_cosine'], 3)} | {_fmt(pooled['negative_mean_cosine'], 3)} |"
         )
+    lines.append("\n(judged accuracy and cosines: all rounds' synthetic data together)")
     return "\n".join(lines)
