@@ -33,7 +33,7 @@ def measure(name: str, sim: np.ndarray, iterations: int) -> dict:
     result = anneal_task_order(sim, iterations=iterations, seed=0)
     seconds = time.perf_counter() - start
     randoms = [tour_similarity(random_task_order(m, seed), sim) for seed in range(100)]
-    greedy = max(tour_similarity(greedy_task_order(sim, s), sim) for s in range(m))
+    greedy = max(tour_similarity(greedy_task_order(sim, s), sim) for s in range(min(m, 30)))
     return {
         "matrix": name,
         "tasks": m,
@@ -44,7 +44,7 @@ def measure(name: str, sim: np.ndarray, iterations: int) -> dict:
         "tour_annealed": round(result.similarity, 3),
         "tour_random_mean": round(float(np.mean(randoms)), 3),
         "tour_random_best_of_100": round(float(np.max(randoms)), 3),
-        "tour_greedy_best_start": round(greedy, 3),
+        "tour_greedy_best_of_30_starts": round(greedy, 3),
     }
 
 
