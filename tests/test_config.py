@@ -5,12 +5,14 @@ import pytest
 from hardcse.config import (
     ArtRunConfig,
     CurriculumConfig,
+    DiffAugConfig,
     EncoderTrainConfig,
     NLITrainConfig,
     TuneConfig,
     load_config,
     save_config,
 )
+from hardcse.diffaug.train import validate
 from hardcse.errors import HardcseError
 
 
@@ -67,10 +69,13 @@ CONFIG_CLASSES = {
 
 def test_every_shipped_config_loads():
     configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
-    assert len(configs) >= 16
+    assert len(configs) >= 30
+    prefixes = {"datacube": CurriculumConfig, "diffaug": DiffAugConfig}
     for path in configs:
-        default = CurriculumConfig if path.name.startswith("datacube") else ArtRunConfig
-        load_config(CONFIG_CLASSES.get(path.name, default), path)
+        default = prefixes.get(path.name.split("-")[0], ArtRunConfig)
+        config = load_config(CONFIG_CLASSES.get(path.name, default), path)
+        if isinstance(config, DiffAugConfig):
+            validate(config, [2] if config.method == "simcse" else config.stages)
 
 
 def test_a_config_inherits_its_base_key_by_key(tmp_path):

@@ -257,6 +257,24 @@ def cmd_curriculum_train(args: argparse.Namespace) -> None:
         _run_sts(str(out), load_encoder(str(out)), ALL_TASKS, out, str(out))
 
 
+def cmd_diffaug_train(args: argparse.Namespace) -> None:
+    from hardcse.config import DiffAugConfig, load_config
+    from hardcse.diffaug.train import diffaug_train
+    from hardcse.encoder.build import load_encoder
+    from hardcse.logs import log_to_file
+
+    config = load_config(DiffAugConfig, args.config, args.overrides)
+    stages = [args.stage] if args.stage else None
+    # Stage 2 alone continues a folder that stage 1 wrote; anything else starts a fresh one.
+    out = Path(args.out) if args.stage == 2 else _fresh_output(args.out, args.overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    with log_to_file(out / "train.log"):
+        final = diffaug_train(config, out, stages)
+        print(f"model: {final}  (hardcse eval --model {final}; SentenceTransformer('{final}', trust_remote_code=True))")
+        if not args.no_eval:
+            _run_sts(str(final), load_encoder(str(final)), config.eval_tasks, out, str(final))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hardcse.data.sts import ALL_TASKS
     from hardcse.encoder.build import POOLINGS
@@ -356,6 +374,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-eval", action="store_true", help="skip the STS suite after training")
     p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
     p.set_defaults(func=cmd_curriculum_train)
+
+    p = sub.add_parser("diffaug", help="DiffAug: two learned prefixes as augmentation, trained in two stages")
+    dif = p.add_subparsers(dest="diffaug_command", required=True)
+    p = dif.add_parser("train", help="stage 1 (prefix-tuning) then stage 2 (joint SimCSE), then the STS suite")
+    p.add_argument("--config", help="YAML with DiffAugConfig keys (configs/diffaug-*.yaml)")
+    p.add_argument("--out", required=True, help="output folder: stage1/, model/, training.json, eval.json")
+    p.add_argument("--stage", type=int, choices=[1, 2], help="run one stage (2 continues a folder stage 1 wrote)")
+    p.add_argument("--no-eval", action="store_true", help="skip the STS suite after training")
+    p.add_argument("--overwrite", action="store_true", help="allow writing into a non-empty --out")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. stage1.steps=300 stage2.max_steps=200")
+    p.set_defaults(func=cmd_diffaug_train)
 
     p = sub.add_parser("report", help="rebuild report.md and plots/ of an ART run folder, and print it")
     p.add_argument("run_dir", metavar="RUN_DIR")

@@ -239,6 +239,67 @@ class CurriculumConfig:
     seed: int = 42
 
 
+@dataclass
+class DiffAugStage1Config:
+    """Prefix-tuning: the encoder frozen, the prefixes + a classifier on [u; v; |u - v|] trained with cross-entropy
+    on NLI pairs (premise through prefix 1, hypothesis through prefix 2). Paper (BERT-base): lr 1e-3, batch 128,
+    2000 / 1500 / 1250 steps (semi / semi + aux / sup)."""
+
+    steps: int = 2000
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    classifier_learning_rate: float | None = None  # the [u; v; |u - v|] classifier's; null: learning_rate
+    warmup_ratio: float = 0.0
+    labels: str = "binary"  # binary: entailment (1) vs contradiction (0), as the released code | three_way
+    diagnostics_every: int = 50  # delta and kappa every N steps (and at step 0)
+    probe_pairs: int = 256  # entailment pairs (held out of training) that delta and kappa are measured on
+    # Which prefixes stage 2 starts from: last (after ``steps``) | delta_peak (the diagnostics step where delta is
+    # largest) | kappa_converged (stop once kappa changes by less than kappa_tolerance, relative, between checks)
+    select: str = "last"
+    kappa_tolerance: float = 0.01
+
+
+@dataclass
+class DiffAugStage2Config:
+    """Joint tuning: encoder + prefixes with the SimCSE loss. Paper (BERT-base): lr 1e-5 / 1e-5 / 5e-5, batch
+    256 / 256 / 128, epochs 1 / 1 / 3 (semi / semi + aux / sup); auxiliary NLI cross-entropy weight 1e-3."""
+
+    epochs: float = 1.0
+    max_steps: int = -1  # > 0 overrides epochs
+    batch_size: int = 256
+    learning_rate: float = 1e-5
+    warmup_ratio: float = 0.0
+    aux_weight: float = 0.0  # semi-supervised: weight of the NLI cross-entropy added to every step (paper 1e-3)
+    train_prefixes: bool = True  # false: the prefixes stay as stage 1 left them (ablation)
+    eval_steps: int = 50  # STS-B dev every N steps; the best checkpoint is kept
+
+
+@dataclass
+class DiffAugConfig:
+    """DiffAug: two prefix modules as a learned, differentiable augmentation, trained in two stages.
+    ``method: simcse`` trains the same data, steps and seed without prefixes (the baselines: dropout views for
+    ``semi``, plain supervised SimCSE for ``sup``)."""
+
+    model: str = "bundled:minilm-l6"
+    pooling: str = "default"
+    setting: str = "semi"  # semi: unlabeled sentences (+ optional aux NLI loss) | sup: NLI triplets
+    method: str = "diffaug"  # diffaug | simcse (no prefixes, stage 2 only)
+    stages: list[int] = field(default_factory=lambda: [1, 2])  # [1]: prefix-tuning only (ablation)
+    prefixes: str = "different"  # different: theta_1 != theta_2 | same: one prefix module for both views
+    prefix_length: int = 8  # virtual tokens per prefix module (paper: ~8 is best)
+    prefix_hidden_size: int = 512  # the reparametrisation MLP's hidden width (P-tuning v2's default)
+    nli_files: list[str] = field(default_factory=lambda: list(TRAIN_FILES))  # stage 1, aux loss, sup triplets
+    nli_fraction: float = 1.0  # label-scarce runs: a seeded share of the NLI pairs / triplets (0.01, 0.1)
+    unlabeled: str | None = None  # semi: a sentence file; null: the vendored Wikipedia sample
+    max_examples: int | None = None  # stage 2: the first N training rows after shuffling (quick runs)
+    temperature: float = 0.05  # tau of the SimCSE loss
+    max_seq_length: int = 32  # training length (SimCSE's value); evaluation uses the model's own
+    seed: int = 42
+    stage1: DiffAugStage1Config = field(default_factory=DiffAugStage1Config)
+    stage2: DiffAugStage2Config = field(default_factory=DiffAugStage2Config)
+    eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
+
+
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)

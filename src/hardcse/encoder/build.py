@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
@@ -10,6 +13,18 @@ from hardcse.errors import HardcseError
 from hardcse.resources import resolve_model
 
 POOLINGS = ("default", "cls", "cls_mlp", "mean")
+
+
+def _hardcse_modules(path: Path) -> bool:
+    """Whether the folder's modules.json names hardcse's own modules (DiffAug's prefixed transformer). They are
+    imported from the installed package, which sentence-transformers 6 allows only with trust_remote_code."""
+    modules = path / "modules.json"
+    if not modules.is_file():
+        return False
+    types = [entry.get("type", "") for entry in json.loads(modules.read_text(encoding="utf-8"))]
+    return any(t.startswith("hardcse.") for t in types) and all(
+        t.startswith(("hardcse.", "sentence_transformers.")) for t in types
+    )
 
 
 def load_encoder(source: str, pooling: str = "default", max_seq_length: int | None = None) -> SentenceTransformer:
@@ -21,7 +36,8 @@ def load_encoder(source: str, pooling: str = "default", max_seq_length: int | No
     """
     if pooling not in POOLINGS:
         raise HardcseError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
-    model = SentenceTransformer(str(resolve_model(source)), device=None, local_files_only=True)
+    path = resolve_model(source)
+    model = SentenceTransformer(str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path))
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     if pooling == "default":

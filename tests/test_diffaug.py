@@ -1,0 +1,309 @@
+"""DiffAug: prefix modules, their save/load, delta and kappa by hand, the losses, both stages, the CLI."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from transformers import DynamicCache
+
+from conftest import SENTENCES
+from hardcse.cli import main as hardcse
+from hardcse.config import DiffAugConfig, load_config
+from hardcse.diffaug.diagnostics import Stage1Diagnostics, representation_divergence, weight_convergence
+from hardcse.diffaug.objectives import (
+    PairClassifier,
+    PrefixContrastiveLoss,
+    PrefixPairClassificationLoss,
+    embed,
+)
+from hardcse.diffaug.prefix import PREFIX_WEIGHTS, PrefixedTransformer, add_prefixes, prefixed, with_view
+from hardcse.diffaug.train import diffaug_train, nli_data, validate
+from hardcse.encoder.build import load_encoder
+from hardcse.errors import HardcseError
+
+HYPOTHESES = {
+    "entailment": "Someone is doing something.",
+    "neutral": "It happens on a sunny Tuesday.",
+    "contradiction": "Nobody is there at all.",
+}
+
+
+@pytest.fixture
+def nli_file(tmp_path):
+    rows = [f"{s}\t{h}\t{label}" for s in SENTENCES for label, h in HYPOTHESES.items()]
+    rows += [f"{s}\t{SENTENCES[(i + 1) % 8]}\tcontradiction" for i, s in enumerate(SENTENCES)]
+    path = tmp_path / "nli.tsv"
+    path.write_text("premise\thypothesis\tlabel\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def prefixed_encoder(tiny_encoder_dir):
+    torch.manual_seed(0)
+    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 2)
+    return model.eval()
+
+
+def features(model: SentenceTransformer, texts: list[str]) -> dict:
+    return dict(model.preprocess(texts))
+
+
+def same_prefixes(a: SentenceTransformer, b: SentenceTransformer) -> bool:
+    first, second = a[0].prefixes.state_dict(), b[0].prefixes.state_dict()
+    return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+
+
+def tiny_config(tiny_encoder_dir, nli_file, corpus, **changes) -> DiffAugConfig:
+    overrides = [
+        f"model={tiny_encoder_dir}",
+        f"nli_files=[{nli_file}]",
+        f"unlabeled={corpus}",
+        "prefix_length=3",
+        "prefix_hidden_size=16",
+        "stage1.steps=4",
+        "stage1.batch_size=8",
+        "stage1.diagnostics_every=2",
+        "stage1.probe_pairs=4",
+        "stage2.max_steps=3",
+        "stage2.batch_size=8",
+        "stage2.eval_steps=2",
+        "stage2.learning_rate=1e-3",
+        "eval_tasks=[STS-B-dev]",
+        *(f"{k}={v}" for k, v in changes.items()),
+    ]
+    return load_config(DiffAugConfig, None, overrides)
+
+
+def test_a_masked_out_prefix_leaves_the_encoder_as_it_was(prefixed_encoder, tiny_encoder_dir):
+    """The prefix enters only as extra keys/values: masked out, the encoder computes exactly its plain output
+    (tokens keep positions 0..L-1)."""
+    plain = load_encoder(str(tiny_encoder_dir)).eval()
+    transformer = prefixed(prefixed_encoder)
+    f = features(prefixed_encoder, SENTENCES[:3])
+    batch, length = f["input_ids"].shape
+    cache = DynamicCache(config=transformer.model.config)
+    for layer, (key, value) in enumerate(transformer.prefix_key_values(0)):
+        cache.update(key.expand(batch, -1, -1, -1), value.expand(batch, -1, -1, -1), layer)
+    mask = torch.cat([torch.zeros(batch, 3, dtype=f["attention_mask"].dtype), f["attention_mask"]], dim=1)
+    with torch.no_grad():
+        masked = transformer.model(
+            input_ids=f["input_ids"],
+            attention_mask=mask,
+            past_key_values=cache,
+            position_ids=torch.arange(length).expand(batch, -1),
+        ).last_hidden_state
+        expected = plain[0].model(input_ids=f["input_ids"], attention_mask=f["attention_mask"]).last_hidden_state
+        seen = prefixed_encoder(with_view(f, 0))["sentence_embedding"]
+        plain_embedding = plain(dict(f))["sentence_embedding"]
+    torch.testing.assert_close(masked, expected, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(seen, plain_embedding, atol=1e-4)  # visible, the prefix changes the encoding
+
+
+def test_views_select_prefix_modules(prefixed_encoder):
+    transformer = prefixed(prefixed_encoder)
+    assert [k.shape for k, _ in transformer.prefix_key_values(0)] == [(2, 3, 16)] * 2  # (heads, l, head_dim)
+    assert [k.shape for k, _ in transformer.prefix_key_values(None)] == [(2, 6, 16)] * 2  # inference: both
+    f = features(prefixed_encoder, SENTENCES[:4])
+    with torch.no_grad():
+        first, second = embed(prefixed_encoder, f, 0), embed(prefixed_encoder, f, 1)
+    assert not torch.allclose(first, second, atol=1e-4)
+    with pytest.raises(HardcseError, match="prefix view"):
+        transformer.view_indices(2)
+
+
+def test_save_and_load_round_trip(prefixed_encoder, tmp_path):
+    prefixed_encoder.save(str(tmp_path / "m"))
+    expected = prefixed_encoder.encode(SENTENCES)
+    loaded = load_encoder(str(tmp_path / "m"))
+    assert isinstance(loaded[0], PrefixedTransformer) and loaded[0].prefix_length == 3
+    assert torch.allclose(torch.tensor(loaded.encode(SENTENCES)), torch.tensor(expected), atol=1e-6)
+    plain_st = SentenceTransformer(str(tmp_path / "m"), trust_remote_code=True, local_files_only=True)
+    assert torch.allclose(torch.tensor(plain_st.encode(SENTENCES)), torch.tensor(expected), atol=1e-6)
+    (tmp_path / "m" / PREFIX_WEIGHTS).unlink()
+    with pytest.raises(HardcseError, match="no trained prefixes"):
+        load_encoder(str(tmp_path / "m"))
+
+
+def test_delta_by_hand(prefixed_encoder):
+    a, b = SENTENCES[:5], SENTENCES[3:]
+    with torch.no_grad():
+        u = embed(prefixed_encoder, features(prefixed_encoder, a), 0)
+        v = embed(prefixed_encoder, features(prefixed_encoder, b), 1)
+    expected = sum((u[i] - v[i]).norm().item() for i in range(5)) / 5
+    assert representation_divergence(prefixed_encoder, a, b) == pytest.approx(expected, rel=1e-5)
+
+
+def test_delta_is_zero_for_one_shared_prefix(tiny_encoder_dir):
+    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 1).eval()
+    assert representation_divergence(model, SENTENCES, SENTENCES) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_kappa_by_hand(prefixed_encoder):
+    """Token keys/values recomputed from each layer's input hidden states (not by hooks), prefix rows from the
+    cache: kappa = mean over modules, layers and K/V of (mean token row norm - mean prefix row norm)."""
+    transformer = prefixed(prefixed_encoder)
+    f = features(prefixed_encoder, SENTENCES)
+    valid = f["attention_mask"].bool()
+    gaps_per_module = []
+    with torch.no_grad():
+        for index in range(2):
+            states = prefixed_encoder(with_view(dict(f), index), output_hidden_states=True)["all_layer_embeddings"]
+            gaps = []
+            for layer, (pk, pv) in enumerate(transformer.prefix_key_values(index)):
+                attention = transformer.model.encoder.layer[layer].attention.self
+                for proj, prefix in ((attention.key, pk), (attention.value, pv)):
+                    tokens = proj(states[layer])[valid].norm(dim=-1).mean()
+                    prefix_rows = prefix.permute(1, 0, 2).reshape(prefix.shape[1], -1)  # (l, heads * head_dim)
+                    gaps.append((tokens - prefix_rows.norm(dim=-1).mean()).item())
+            gaps_per_module.append(sum(gaps) / len(gaps))
+    expected = sum(gaps_per_module) / 2
+    assert weight_convergence(prefixed_encoder, SENTENCES) == pytest.approx(expected, rel=1e-4)
+
+
+def test_contrastive_loss_without_prefixes_is_simcse(tiny_encoder):
+    """On a plain encoder the DiffAug loss is exactly supervised SimCSE (MNRL with scale 1 / tau)."""
+    tiny_encoder.eval()
+    cols = [features(tiny_encoder, SENTENCES[i : i + 3]) for i in (0, 2, 4)]
+    ours = PrefixContrastiveLoss(tiny_encoder, 0.05, 3)(cols, torch.zeros(3))
+    reference = MultipleNegativesRankingLoss(tiny_encoder, scale=20.0)(cols, torch.zeros(3))
+    assert ours.item() == pytest.approx(reference.item(), rel=1e-5)
+
+
+def test_pair_classification_loss_by_hand(prefixed_encoder):
+    torch.manual_seed(0)
+    classifier = PairClassifier(32, 2)
+    premise, hypothesis = features(prefixed_encoder, SENTENCES[:4]), features(prefixed_encoder, SENTENCES[4:])
+    labels = torch.tensor([1, 0, 1, 0])
+    loss = PrefixPairClassificationLoss(prefixed_encoder, classifier)([premise, hypothesis], labels)
+    u, v = embed(prefixed_encoder, premise, 0), embed(prefixed_encoder, hypothesis, 1)
+    logits = classifier.linear(torch.cat([u, v, (u - v).abs()], dim=-1))
+    expected = -torch.log_softmax(logits, dim=-1)[torch.arange(4), labels].mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_aux_loss_adds_its_weighted_cross_entropy(prefixed_encoder):
+    torch.manual_seed(0)
+    classifier = PairClassifier(32, 2)
+    cols = [features(prefixed_encoder, SENTENCES[:4]) for _ in range(2)]
+    nli = [features(prefixed_encoder, SENTENCES[:4]), features(prefixed_encoder, SENTENCES[4:])]
+    labels = torch.tensor([1, 0, 1, 1])
+    contrastive = PrefixContrastiveLoss(prefixed_encoder, 0.05, 2)(cols, labels)
+    ce = PrefixPairClassificationLoss(prefixed_encoder, classifier)(nli, labels)
+    both = PrefixContrastiveLoss(prefixed_encoder, 0.05, 2, classifier, 0.5)([*cols, *nli], labels)
+    assert both.item() == pytest.approx(contrastive.item() + 0.5 * ce.item(), rel=1e-5)
+
+
+def test_stage1_length_rules(prefixed_encoder, tmp_path):
+    """delta_peak keeps the prefixes of the largest delta; kappa_converged stops once kappa settles."""
+    probe = (SENTENCES[:4], SENTENCES[4:])
+    peak = Stage1Diagnostics(prefixed_encoder, probe, 1, tmp_path / "d.jsonl", "delta_peak")
+    transformer = prefixed(prefixed_encoder)
+    control = type("Control", (), {"should_training_stop": False})()
+    peak._check({"step": 0, "delta": 0.5, "kappa": 3.0}, control)
+    kept = {k: v.clone() for k, v in transformer.prefixes.state_dict().items()}
+    with torch.no_grad():
+        for p in transformer.prefixes.parameters():
+            p.add_(1.0)
+    peak._check({"step": 5, "delta": 0.4, "kappa": 2.0}, control)
+    peak.restore_selected()
+    assert peak.selected_step == 0
+    assert all(torch.equal(v, kept[k]) for k, v in transformer.prefixes.state_dict().items())
+
+    converged = Stage1Diagnostics(prefixed_encoder, probe, 1, tmp_path / "k.jsonl", "kappa_converged", 0.01)
+    for step, kappa in [(0, 3.0), (5, 2.0), (10, 1.995)]:
+        converged.rows.append({"step": step, "kappa": kappa})
+        converged._check(converged.rows[-1], control)
+    assert control.should_training_stop and converged.selected_step == 10
+
+
+def test_label_scarce_sample_is_seeded(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    full = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus))
+    half = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus, nli_fraction=0.5))
+    again = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus, nli_fraction=0.5))
+    assert len(full.pairs) + len(full.probe[0]) == 32 and len(full.triplets) == 8
+    assert len(half.pairs) + len(half.probe[0]) == 16 and len(half.triplets) == 4
+    assert half.pairs == again.pairs and half.triplets == again.triplets
+    probe = set(zip(*full.probe, strict=True))
+    assert len(probe) == 2 and not probe & set(zip(full.pairs.premises, full.pairs.hypotheses, strict=True))
+
+
+def test_both_stages_train_what_they_should(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    config = tiny_config(tiny_encoder_dir, nli_file, corpus, setting="sup")
+    start = load_encoder(str(tiny_encoder_dir))
+    final = diffaug_train(config, tmp_path / "run")
+    stage1 = load_encoder(str(tmp_path / "run" / "stage1"))
+    trained = load_encoder(str(final))
+    encoder_weights = [n for n, _ in start[0].model.named_parameters()]
+    start_state, stage1_state = start[0].model.state_dict(), stage1[0].model.state_dict()
+    assert all(torch.equal(start_state[n], stage1_state[n]) for n in encoder_weights)  # stage 1: encoder frozen
+    assert any(not torch.equal(stage1_state[n], trained[0].model.state_dict()[n]) for n in encoder_weights)
+    assert not same_prefixes(stage1, trained)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "stage1" / "diagnostics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 2, 4] and all(r["kappa"] is not None for r in rows)
+    assert (tmp_path / "run" / "stage1" / "diagnostics.png").stat().st_size > 0
+    training = json.loads((tmp_path / "run" / "training.json").read_text())
+    assert training["steps"] == 3 and training["seconds_per_step"] > 0
+
+    fixed = tiny_config(tiny_encoder_dir, nli_file, corpus, **{"stage2.train_prefixes": "false"})
+    shutil.copytree(tmp_path / "run" / "stage1", tmp_path / "fixed" / "stage1")
+    kept = load_encoder(str(diffaug_train(fixed, tmp_path / "fixed", [2])))
+    assert same_prefixes(stage1, kept)
+
+
+def test_cli_stage_by_stage_then_eval(tmp_path, tiny_encoder_dir, nli_file, corpus, capsys):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"model: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\nstage2:\n  aux_weight: 1.0e-3\n"
+    )
+    small = [
+        "prefix_length=3",
+        "prefix_hidden_size=16",
+        "stage1.steps=2",
+        "stage1.batch_size=8",
+        "stage1.probe_pairs=4",
+        "stage2.max_steps=2",
+        "stage2.batch_size=8",
+        "eval_tasks=[STS-B-dev]",
+    ]
+    out = tmp_path / "run"
+    assert (
+        hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "1", "--no-eval", *small])
+        == 0
+    )
+    assert not (out / "model").exists() and (out / "stage1" / "classifier.safetensors").is_file()
+    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "2", *small]) == 0
+    assert "STS-B-dev" in capsys.readouterr().out
+    assert hardcse(["eval", "--model", str(out / "model"), "--tasks", "STS-B-dev"]) == 0
+
+
+def test_prefix_tuning_only_and_simcse_baseline(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    only = diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus, stages="[1]"), tmp_path / "only")
+    assert only == tmp_path / "only" / "model" and isinstance(load_encoder(str(only))[0], PrefixedTransformer)
+    baseline = diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus, method="simcse"), tmp_path / "b")
+    assert not (tmp_path / "b" / "stage1").exists()
+    assert not isinstance(load_encoder(str(baseline))[0], PrefixedTransformer)
+
+
+@pytest.mark.parametrize(
+    ("changes", "stages", "message"),
+    [
+        ({"setting": "weak"}, None, "setting"),
+        ({"setting": "sup", "stage2.aux_weight": "0.1"}, None, "aux_weight"),
+        ({"method": "simcse"}, [1], "no stage 1"),
+        ({"nli_fraction": "0"}, None, "nli_fraction"),
+        ({"stage1.select": "best"}, None, "stage1.select"),
+        ({"prefix_length": "0"}, None, "prefix_length"),
+    ],
+)
+def test_config_mistakes_fail_before_work(tmp_path, tiny_encoder_dir, nli_file, corpus, changes, stages, message):
+    config = tiny_config(tiny_encoder_dir, nli_file, corpus, **changes)
+    with pytest.raises(HardcseError, match=message):
+        validate(config, stages or [1, 2])
+
+
+def test_stage2_alone_needs_stage1(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    with pytest.raises(HardcseError, match="no finished stage 1"):
+        diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus), tmp_path / "run", [2])
