@@ -4,12 +4,14 @@
 
 Runs, in this order (NAME = configs/diffaug-NAME.yaml):
     hardcse diffaug train --config configs/diffaug-semi.yaml --out OUT/semi
-    cp -r OUT/semi/stage1 OUT/sup/stage1          (diffaug-sup's stage 1 has the same config values)
     hardcse diffaug train --config configs/diffaug-sup.yaml --out OUT/sup --stage 2
     hardcse diffaug train --config configs/diffaug-semi-simcse.yaml --out OUT/semi-simcse
     hardcse diffaug train --config configs/diffaug-sup-simcse.yaml --out OUT/sup-simcse
-    then each --also NAME (e.g. ablation-same-prefix, semi-aux, sup-10pct) into OUT/NAME
-Each ends with the STS suite. Writes benchmarks/results/diffaug.{json,md} (seven STS tasks, average, STS-B dev,
+    then each --also NAME (e.g. ablation-same-prefix, semi-aux, sup-10pct) into OUT/NAME.
+A DiffAug config whose stage-1 values equal diffaug-semi's starts from a copy of OUT/semi/stage1 and runs
+`--stage 2` (for `stages: [1]`, prefix-tuning only, the copy is the model and is evaluated with `hardcse eval`).
+A run whose folder already has eval.json is not repeated. Each ends with the STS suite.
+Writes benchmarks/results/diffaug.{json,md} (seven STS tasks, average, STS-B dev,
 best step, seconds per optimiser step for stage 1 and stage 2, the DiffAug/SimCSE time ratios) and copies stage 1's
 delta/kappa curves to benchmarks/results/diffaug/stage1_diagnostics.png. Run it alone on the machine: the step
 times are wall-clock.
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
+from hardcse.config import DiffAugConfig, load_config
+from hardcse.diffaug.train import STAGE1_FIELDS
 from hardcse.report.tables import sts_table_markdown
 
 RESULTS = Path(__file__).parent / "results"
@@ -33,19 +37,35 @@ def _read(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def shares_semi_stage1(name: str) -> bool:
+    config, semi = (load_config(DiffAugConfig, f"configs/diffaug-{n}.yaml") for n in (name, "semi"))
+    same = [getattr(config, k) == getattr(semi, k) for k in (*STAGE1_FIELDS, "stage1", "seed", "max_seq_length")]
+    return name != "semi" and config.method == "diffaug" and all(same)
+
+
 def run(name: str, out: Path) -> float:
+    """Minutes the run took (recorded in its folder, read back when the run was done before)."""
     folder = out / name
+    if (folder / "eval.json").is_file() and (folder / "minutes.json").is_file():
+        return json.loads((folder / "minutes.json").read_text())
     start = time.perf_counter()
     config = f"configs/diffaug-{name}.yaml"
-    if name == "sup" and (out / "semi" / "stage1" / "stage1.json").is_file():
+    stage1 = out / "semi" / "stage1"
+    if shares_semi_stage1(name) and (stage1 / "stage1.json").is_file():
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(out / "semi" / "stage1", folder / "stage1")
-        code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--stage", "2"])
+        shutil.copytree(stage1, folder / "stage1")
+        if load_config(DiffAugConfig, config).stages == [1]:
+            shutil.copytree(stage1, folder / "model")
+            code = hardcse(["eval", "--model", str(folder / "model"), "--out", str(folder)])
+        else:
+            code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--stage", "2"])
     else:
         code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--overwrite"])
     if code:
         raise SystemExit(f"{name} failed")
-    return (time.perf_counter() - start) / 60
+    minutes = round((time.perf_counter() - start) / 60, 1)
+    (folder / "minutes.json").write_text(json.dumps(minutes))
+    return minutes
 
 
 def main() -> None:
@@ -75,7 +95,7 @@ def main() -> None:
             "stage2_steps": training["steps"] if training else 0,
             "stage2_s_per_step": round(training["seconds_per_step"], 2) if training else None,
             "best_step": training["best_step"] if training else None,
-            "minutes": round(minutes, 1),
+            "minutes": minutes,
         }
     ratios = {}
     for method, baseline in PAIRS.items():

@@ -148,9 +148,10 @@ def test_kappa_by_hand(prefixed_encoder):
     f = features(prefixed_encoder, SENTENCES)
     valid = f["attention_mask"].bool()
     gaps_per_module = []
+    transformer.model.config.output_hidden_states = True  # sentence-transformers then returns every layer's input
     with torch.no_grad():
         for index in range(2):
-            states = prefixed_encoder(with_view(dict(f), index), output_hidden_states=True)["all_layer_embeddings"]
+            states = prefixed_encoder(with_view(dict(f), index))["all_layer_embeddings"]
             gaps = []
             for layer, (pk, pv) in enumerate(transformer.prefix_key_values(index)):
                 attention = transformer.model.encoder.layer[layer].attention.self
@@ -159,6 +160,7 @@ def test_kappa_by_hand(prefixed_encoder):
                     prefix_rows = prefix.permute(1, 0, 2).reshape(prefix.shape[1], -1)  # (l, heads * head_dim)
                     gaps.append((tokens - prefix_rows.norm(dim=-1).mean()).item())
             gaps_per_module.append(sum(gaps) / len(gaps))
+    transformer.model.config.output_hidden_states = False
     expected = sum(gaps_per_module) / 2
     assert weight_convergence(prefixed_encoder, SENTENCES) == pytest.approx(expected, rel=1e-4)
 
