@@ -39,8 +39,8 @@ def _read(path: Path) -> dict | None:
 
 def shares_semi_stage1(name: str) -> bool:
     config, semi = (load_config(DiffAugConfig, f"configs/diffaug-{n}.yaml") for n in (name, "semi"))
-    same = [getattr(config, k) == getattr(semi, k) for k in (*STAGE1_FIELDS, "stage1", "seed", "max_seq_length")]
-    return name != "semi" and config.method == "diffaug" and all(same)
+    same = all(getattr(config, k) == getattr(semi, k) for k in STAGE1_FIELDS)
+    return name != "semi" and config.method == "diffaug" and same
 
 
 def run(name: str, out: Path) -> float:

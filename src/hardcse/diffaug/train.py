@@ -52,7 +52,10 @@ DEV_METRIC = "eval_sts-dev_spearman"
 CLASSIFIER_WEIGHTS = "classifier.safetensors"
 STAGE1, FINAL = "stage1", "model"
 # Fields that shape stage 1's output: a later `--stage 2` warns when they differ from the saved config.
-STAGE1_FIELDS = ("model", "pooling", "prefixes", "prefix_length", "prefix_hidden_size", "nli_files", "nli_fraction")
+STAGE1_FIELDS = (
+    *("model", "pooling", "prefixes", "prefix_length", "prefix_hidden_size"),
+    *("nli_files", "nli_fraction", "max_seq_length", "seed", "stage1"),
+)
 
 
 def validate(config: DiffAugConfig, stages: list[int]) -> None:
@@ -199,13 +202,6 @@ def _num_labels(config: DiffAugConfig) -> int:
     return 3 if config.stage1.labels == "three_way" else 2
 
 
-def _training_arguments(
-    config: DiffAugConfig, output_dir: Path, **values: object
-) -> SentenceTransformerTrainingArguments:
-    common = {"seed": config.seed, "data_seed": config.seed, "report_to": "none", "dataloader_pin_memory": False}
-    return SentenceTransformerTrainingArguments(output_dir=str(output_dir), **{**common, **values})
-
-
 def starting_model(config: DiffAugConfig) -> SentenceTransformer:
     """The encoder stage 1 tunes prefixes for: ``config.model`` with fresh prefix modules (one for ``same``)."""
     model = load_encoder(config.model, config.pooling)
@@ -239,9 +235,12 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         config.stage1.kappa_tolerance,
     )
     timer = StepTimer()
-    args = _training_arguments(
-        config,
-        tmp / "trainer",
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp / "trainer"),
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to="none",
+        dataloader_pin_memory=False,
         max_steps=config.stage1.steps,
         per_device_train_batch_size=config.stage1.batch_size,
         learning_rate=config.stage1.learning_rate,
