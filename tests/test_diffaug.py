@@ -279,6 +279,8 @@ def test_cli_stage_by_stage_then_eval(tmp_path, tiny_encoder_dir, nli_file, corp
     assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "2", *small]) == 0
     assert "STS-B-dev" in capsys.readouterr().out
     assert hardcse(["eval", "--model", str(out / "model"), "--tasks", "STS-B-dev"]) == 0
+    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "2", *small]) == 2
+    assert "--overwrite" in capsys.readouterr().err
 
 
 def test_prefix_tuning_only_and_simcse_baseline(tmp_path, tiny_encoder_dir, nli_file, corpus):

@@ -267,6 +267,8 @@ def cmd_diffaug_train(args: argparse.Namespace) -> None:
     stages = [args.stage] if args.stage else None
     # Stage 2 alone continues a folder that stage 1 wrote; anything else starts a fresh one.
     out = Path(args.out) if args.stage == 2 else _fresh_output(args.out, args.overwrite)
+    if args.stage == 2 and (out / "model").exists() and not args.overwrite:
+        raise HardcseError(f"{out / 'model'} exists (a finished stage 2); pass --overwrite to train it again")
     out.mkdir(parents=True, exist_ok=True)
     with log_to_file(out / "train.log"):
         final = diffaug_train(config, out, stages)
