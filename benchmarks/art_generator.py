@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hardcse.art.judge import judge_table_markdown
 from hardcse.cli import main as hardcse
-from hardcse.report.plots import read_jsonl
+from hardcse.data.jsonl import read_jsonl
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ["generation_s", "scoring_s", "reference_s", "optimisation_s"]

@@ -16,8 +16,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from hardcse.art.report import compare_runs, write_report
 from hardcse.cli import main as hardcse
-from hardcse.report.art import compare_runs, write_report
 
 RESULTS = Path(__file__).parent / "results"
 RUNS = {"cpu-full": "configs/cpu-full.yaml", "baseline-raw-llm": "configs/baseline-raw-llm.yaml"}

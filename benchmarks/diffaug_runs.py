@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.config import DiffAugConfig, load_config
+from hardcse.config import load_config
+from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
 from hardcse.report.tables import sts_table_markdown
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import torch
 
-from hardcse.config import NLITrainConfig, config_to_dict, load_config
+from hardcse.config import config_to_dict, load_config
 from hardcse.data.nli import read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli, train_nli
+from hardcse.discriminator.train import NLITrainConfig
 from hardcse.logs import setup_logging
 from hardcse.report.tables import nli_table_markdown
 

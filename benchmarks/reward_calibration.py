@@ -20,16 +20,16 @@ import numpy as np
 import torch
 
 from hardcse.art.anchors import split_anchors
-from hardcse.art.tuning import load_discriminator
-from hardcse.config import AnchorConfig, GeneratorConfig, RewardConfig
+from hardcse.art.config import AnchorConfig, GeneratorConfig, RewardConfig
+from hardcse.art.generator.model import load_generator
+from hardcse.art.generator.parsing import parse_response
+from hardcse.art.generator.prompts import render_prompts
+from hardcse.art.generator.sampling import sample
+from hardcse.art.reward import DualReward
 from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
+from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
-from hardcse.generator.model import load_generator
-from hardcse.generator.parsing import parse_response
-from hardcse.generator.prompts import render_prompts
-from hardcse.generator.sampling import sample
-from hardcse.rl.reward import DualReward
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -23,7 +23,7 @@ RESULTS = Path(__file__).parent / "results"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/simcse-sup-snli-dev")
-    parser.add_argument("overrides", nargs="*", help="EncoderTrainConfig overrides for train-encoder")
+    parser.add_argument("overrides", nargs="*", help="SimCSEConfig overrides for train-encoder")
     args = parser.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)

@@ -1,6 +1,10 @@
 """Shared fixtures: tiny randomly initialised models built in the test (never downloaded), small data files."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -135,3 +139,21 @@ def corpus(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(sentences + ["too short"]) + "\n")
     return path
+
+
+def run_until_killed(args: list[str], stop_when, timeout: float = 300) -> None:
+    """Start `hardcse ARGS...` in a process and SIGKILL it as soon as ``stop_when()`` holds (which must happen
+    before the process ends by itself)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hardcse.cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + timeout
+    while not stop_when() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    reached = stop_when()
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert reached and process.returncode == -signal.SIGKILL, "the run ended before the kill point"

@@ -5,15 +5,16 @@ import json
 import pytest
 
 from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
 from hardcse.art.judge import judge_records, judge_table_markdown
+from hardcse.art.reward import DualReward
 from hardcse.art.synthesis import synthesize
 from hardcse.art.tuning import tune_generator
-from hardcse.config import AnchorConfig, FilterConfig, TuneConfig, load_config
+from hardcse.config import load_config
+from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
-from hardcse.report.plots import read_jsonl
-from hardcse.rl.reward import DualReward
 
 
 def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):

@@ -9,8 +9,10 @@ import pytest
 import torch
 import yaml
 
+from conftest import run_until_killed
 from hardcse.cli import main
-from hardcse.config import CurriculumConfig, load_config
+from hardcse.config import load_config
+from hardcse.curriculum.config import CurriculumConfig
 from hardcse.curriculum.plan import build_plan, combine_batches, load_plan, save_plan, task_batches
 from hardcse.curriculum.task_order import (
     anneal_task_order,
@@ -21,6 +23,7 @@ from hardcse.curriculum.task_order import (
 from hardcse.curriculum.train import MaskedInBatchContrastiveLoss
 from hardcse.data.multitask import builtin_collection, evaluation_pairs, read_medi, read_task_folder
 from hardcse.errors import HardcseError
+from hardcse.training import TrainingSettings
 
 
 def test_swap_delta_equals_the_difference_of_whole_tours():
@@ -62,7 +65,7 @@ def test_greedy_tour_by_hand():
 
 
 def test_instances_easy_to_hard_and_algorithm_1_combination():
-    config = CurriculumConfig(batch_size=2)
+    config = CurriculumConfig(training=TrainingSettings(batch_size=2))
     phi = np.array([0.1, 0.9, -0.5, 0.4, 0.0])
     batches = task_batches(phi, config, random.Random(0))
     assert [rows for rows, _ in batches] == [[1, 3], [0, 4], [2]]
@@ -79,7 +82,7 @@ def test_masked_loss_by_hand():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     pos = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
     neg = torch.tensor([[0.0, 1.0], [0.0, -1.0]])
-    loss = MaskedInBatchContrastiveLoss(Fixed(), temperature=1.0)
+    loss = MaskedInBatchContrastiveLoss(Fixed(), tau=1.0)
     features = [{"emb": q}, {"emb": pos}, {"emb": neg}]
     # row 0: sims to (p0, p1, n0, n1) = (1, 1, 0, 0); row 1: (0, 0, 1, -1), target p1 (0)
     row0 = -np.log(np.e / (2 * np.e + 2))
@@ -163,16 +166,21 @@ def task_folder(tmp_path):
     return folder
 
 
-def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_path, capsys):
-    overrides = [
-        f"model={tiny_encoder_dir}",
+def _tiny_overrides(tiny_encoder_dir, task_folder) -> list[str]:
+    return [
+        f"encoder={tiny_encoder_dir}",
         f"data={task_folder}",
-        "batch_size=3",
+        "training.batch_size=3",
         "queries_per_task=4",
         "anneal_iterations=2000",
-        "eval_steps=2",
+        "training.eval_steps=2",
         "mask_threshold=0.0",
+        "eval_tasks=[]",
     ]
+
+
+def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_path, capsys):
+    overrides = _tiny_overrides(tiny_encoder_dir, task_folder)
     config = load_config(CurriculumConfig, None, overrides)
     plan = build_plan(config)
     assert [len(b.rows) for b in plan.batches] == [3] * 6 + [2] * 3  # 8 instances a task: batches of 3, 3, 2
@@ -185,14 +193,38 @@ def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_pa
     assert again.task_order == plan.task_order and [b.rows for b in again.batches] == [b.rows for b in plan.batches]
     assert (tmp_path / "plan" / "task_similarity.png").stat().st_size > 1000
 
-    assert (
-        main(["curriculum", "train", "--plan", str(tmp_path / "plan"), "--out", str(tmp_path / "enc"), "--no-eval"])
-        == 0
-    )
-    record = json.loads((tmp_path / "enc" / "training.json").read_text())
+    out = tmp_path / "run"
+    assert main(["datacube", "plan", "--out", str(out), *overrides]) == 2  # no --config, no --resume
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("task_order: anneal\n")
+    assert main(["datacube", "plan", "--config", str(config_file), "--out", str(out), *overrides]) == 0
+    assert (out / "plan" / "plan.json").is_file() and not (out / "model").exists()
+    assert main(["datacube", "train", "--out", str(out), "--resume"]) == 0  # trains from the folder's plan
+    record = json.loads((out / "model" / "training.json").read_text())
     # 9 optimizer steps: the plan's batches (a default sampler would cut 24 rows into 8 batches of 3)
-    assert record["steps"] == 9 and 0 <= record["underfit_share_after"] <= 1
+    assert record["steps"] == 9 and 0 <= record["underfit_share_after"] <= 1 and record["masked_rows"] >= 0
     assert "best STS-B dev" in capsys.readouterr().out
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["plan"]["attempts"] == 1 and stages["model"]["attempts"] == 1
 
-    bad = ["plan", "--out", str(tmp_path / "p2"), f"data={task_folder}", "task_order=greedy"]
-    assert main(["curriculum", *bad]) == 2
+    bad = ["plan", "--config", str(config_file), "--out", str(tmp_path / "p2"), f"data={task_folder}"]
+    assert main(["datacube", *bad, "task_order=greedy"]) == 2
+    assert "task_order: 'greedy' is not one of anneal, random" in capsys.readouterr().err
+    assert not (tmp_path / "p2").exists()
+
+
+def test_killed_inside_training_resumes_without_redoing_the_plan(task_folder, tiny_encoder_dir, tmp_path):
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("task_order: anneal\n")
+    out = tmp_path / "run"
+    # 4 epochs of 9 plan batches, a checkpoint every 2 steps: killed once the first checkpoint is complete
+    overrides = [*_tiny_overrides(tiny_encoder_dir, task_folder), "training.epochs=4"]
+    args = ["datacube", "train", "--config", str(config_file), "--out", str(out), *overrides]
+    checkpoints = out / "model.partial" / "checkpoints"
+    run_until_killed(args, lambda: checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*/trainer_state.json")))
+    assert (out / "plan" / "plan.json").is_file() and not (out / "model").exists()
+    assert main(["datacube", "train", "--out", str(out), "--resume"]) == 0
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["plan"]["attempts"] == 1 and stages["model"]["attempts"] == 2
+    record = json.loads((out / "model" / "training.json").read_text())
+    assert record["steps"] == 36 and record["resumed_from"].startswith("checkpoint-")

@@ -1,7 +1,6 @@
 """DiffAug: prefix modules, their save/load, delta and kappa by hand, the losses, both stages, the CLI."""
 
 import json
-import shutil
 
 import pytest
 import torch
@@ -9,9 +8,11 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from transformers import DynamicCache
 
-from conftest import SENTENCES
+from conftest import SENTENCES, run_until_killed
 from hardcse.cli import main as hardcse
-from hardcse.config import DiffAugConfig, load_config
+from hardcse.config import load_config
+from hardcse.diffaug.config import DiffAugConfig
+from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.diagnostics import Stage1Diagnostics, representation_divergence, weight_convergence
 from hardcse.diffaug.objectives import (
     PairClassifier,
@@ -20,7 +21,7 @@ from hardcse.diffaug.objectives import (
     embed,
 )
 from hardcse.diffaug.prefix import PREFIX_WEIGHTS, PrefixedTransformer, add_prefixes, prefixed, with_view
-from hardcse.diffaug.train import diffaug_train, nli_data, validate
+from hardcse.diffaug.run import diffaug_run
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
 
@@ -58,7 +59,7 @@ def same_prefixes(a: SentenceTransformer, b: SentenceTransformer) -> bool:
 
 def tiny_config(tiny_encoder_dir, nli_file, corpus, **changes) -> DiffAugConfig:
     overrides = [
-        f"model={tiny_encoder_dir}",
+        f"encoder={tiny_encoder_dir}",
         f"nli_files=[{nli_file}]",
         f"unlabeled={corpus}",
         "prefix_length=3",
@@ -67,10 +68,10 @@ def tiny_config(tiny_encoder_dir, nli_file, corpus, **changes) -> DiffAugConfig:
         "stage1.batch_size=8",
         "stage1.diagnostics_every=2",
         "stage1.probe_pairs=4",
-        "stage2.max_steps=3",
-        "stage2.batch_size=8",
-        "stage2.eval_steps=2",
-        "stage2.learning_rate=1e-3",
+        "training.max_steps=3",
+        "training.batch_size=8",
+        "training.eval_steps=2",
+        "training.learning_rate=1e-3",
         "eval_tasks=[STS-B-dev]",
         *(f"{k}={v}" for k, v in changes.items()),
     ]
@@ -235,7 +236,7 @@ def test_label_scarce_sample_is_seeded(tmp_path, tiny_encoder_dir, nli_file, cor
 def test_both_stages_train_what_they_should(tmp_path, tiny_encoder_dir, nli_file, corpus):
     config = tiny_config(tiny_encoder_dir, nli_file, corpus, setting="sup")
     start = load_encoder(str(tiny_encoder_dir))
-    final = diffaug_train(config, tmp_path / "run")
+    final = diffaug_run(config, tmp_path / "run")
     stage1 = load_encoder(str(tmp_path / "run" / "stage1"))
     trained = load_encoder(str(final))
     encoder_weights = [n for n, _ in start[0].model.named_parameters()]
@@ -246,19 +247,29 @@ def test_both_stages_train_what_they_should(tmp_path, tiny_encoder_dir, nli_file
     rows = [json.loads(line) for line in (tmp_path / "run" / "stage1" / "diagnostics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 2, 4] and all(r["kappa"] is not None for r in rows)
     assert (tmp_path / "run" / "stage1" / "diagnostics.png").stat().st_size > 0
-    training = json.loads((tmp_path / "run" / "training.json").read_text())
+    training = json.loads((final / "training.json").read_text())
     assert training["steps"] == 3 and training["seconds_per_step"] > 0
 
-    fixed = tiny_config(tiny_encoder_dir, nli_file, corpus, **{"stage2.train_prefixes": "false"})
-    shutil.copytree(tmp_path / "run" / "stage1", tmp_path / "fixed" / "stage1")
-    kept = load_encoder(str(diffaug_train(fixed, tmp_path / "fixed", [2])))
+    # stage 2 from the same stage 1, with fixed prefixes (stage1_from reuses a finished stage 1)
+    fixed = tiny_config(
+        tiny_encoder_dir,
+        nli_file,
+        corpus,
+        setting="sup",
+        stage1_from=tmp_path / "run",
+        **{"stage2.train_prefixes": "false"},
+    )
+    kept = load_encoder(str(diffaug_run(fixed, tmp_path / "fixed")))
     assert same_prefixes(stage1, kept)
+    other = tiny_config(tiny_encoder_dir, nli_file, corpus, stage1_from=tmp_path / "run", prefix_length=4)
+    with pytest.raises(HardcseError, match="stage1_from: .* other prefix_length"):
+        diffaug_run(other, tmp_path / "other")
 
 
-def test_cli_stage_by_stage_then_eval(tmp_path, tiny_encoder_dir, nli_file, corpus, capsys):
+def test_cli_run_then_eval_and_refusals(tmp_path, tiny_encoder_dir, nli_file, corpus, capsys):
     config = tmp_path / "c.yaml"
     config.write_text(
-        f"model: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\nstage2:\n  aux_weight: 1.0e-3\n"
+        f"encoder: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\nstage2:\n  aux_weight: 1.0e-3\n"
     )
     small = [
         "prefix_length=3",
@@ -266,48 +277,71 @@ def test_cli_stage_by_stage_then_eval(tmp_path, tiny_encoder_dir, nli_file, corp
         "stage1.steps=2",
         "stage1.batch_size=8",
         "stage1.probe_pairs=4",
-        "stage2.max_steps=2",
-        "stage2.batch_size=8",
+        "training.max_steps=2",
+        "training.batch_size=8",
         "eval_tasks=[STS-B-dev]",
     ]
     out = tmp_path / "run"
-    assert (
-        hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "1", "--no-eval", *small])
-        == 0
-    )
-    assert not (out / "model").exists() and (out / "stage1" / "classifier.safetensors").is_file()
-    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "2", *small]) == 0
+    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), *small]) == 0
+    assert (out / "stage1" / "classifier.safetensors").is_file() and (out / "eval.json").is_file()
     assert "STS-B-dev" in capsys.readouterr().out
     assert hardcse(["eval", "--model", str(out / "model"), "--tasks", "STS-B-dev"]) == 0
-    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--stage", "2", *small]) == 2
+    assert hardcse(["eval", "--model", str(out), "--tasks", "STS-B-dev"]) == 0  # a run folder stands for its model
+    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), *small]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    assert hardcse(["diffaug", "train", "--out", str(out), "--resume", *small[:-1], "eval_tasks=[STS-B]"]) == 2
+    err = capsys.readouterr().err
+    assert "differs from" in err and "eval_tasks" in err
+    (out / "stale.txt").write_text("from the old run")
+    assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), "--overwrite", *small]) == 0
+    assert not (out / "stale.txt").exists()
 
 
 def test_prefix_tuning_only_and_simcse_baseline(tmp_path, tiny_encoder_dir, nli_file, corpus):
-    only = diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus, stages="[1]"), tmp_path / "only")
+    only = diffaug_run(tiny_config(tiny_encoder_dir, nli_file, corpus, stages="[1]"), tmp_path / "only")
     assert only == tmp_path / "only" / "model" and isinstance(load_encoder(str(only))[0], PrefixedTransformer)
-    baseline = diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus, method="simcse"), tmp_path / "b")
+    baseline = diffaug_run(tiny_config(tiny_encoder_dir, nli_file, corpus, method="simcse"), tmp_path / "b")
     assert not (tmp_path / "b" / "stage1").exists()
     assert not isinstance(load_encoder(str(baseline))[0], PrefixedTransformer)
 
 
 @pytest.mark.parametrize(
-    ("changes", "stages", "message"),
+    ("changes", "message"),
     [
-        ({"setting": "weak"}, None, "setting"),
-        ({"setting": "sup", "stage2.aux_weight": "0.1"}, None, "aux_weight"),
-        ({"method": "simcse"}, [1], "no stage 1"),
-        ({"nli_fraction": "0"}, None, "nli_fraction"),
-        ({"stage1.select": "best"}, None, "stage1.select"),
-        ({"prefix_length": "0"}, None, "prefix_length"),
+        ({"setting": "weak"}, "setting"),
+        ({"setting": "sup", "stage2.aux_weight": "0.1"}, "aux_weight"),
+        ({"method": "simcse", "stages": "[1]"}, "no stage 1"),
+        ({"nli_fraction": "0"}, "nli_fraction"),
+        ({"stage1.select": "best"}, "stage1.select"),
+        ({"prefix_length": "0"}, "prefix_length"),
     ],
 )
-def test_config_mistakes_fail_before_work(tmp_path, tiny_encoder_dir, nli_file, corpus, changes, stages, message):
-    config = tiny_config(tiny_encoder_dir, nli_file, corpus, **changes)
+def test_config_mistakes_fail_before_work(tmp_path, tiny_encoder_dir, nli_file, corpus, changes, message):
     with pytest.raises(HardcseError, match=message):
-        validate(config, stages or [1, 2])
+        tiny_config(tiny_encoder_dir, nli_file, corpus, **changes)
 
 
-def test_stage2_alone_needs_stage1(tmp_path, tiny_encoder_dir, nli_file, corpus):
-    with pytest.raises(HardcseError, match="no finished stage 1"):
-        diffaug_train(tiny_config(tiny_encoder_dir, nli_file, corpus), tmp_path / "run", [2])
+def test_killed_inside_stage2_resumes_without_redoing_stage1(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"encoder: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\n")
+    small = [
+        "prefix_length=3",
+        "prefix_hidden_size=16",
+        "stage1.steps=2",
+        "stage1.batch_size=8",
+        "stage1.probe_pairs=4",
+        "training.max_steps=40",
+        "training.batch_size=4",
+        "training.eval_steps=2",
+        "eval_tasks=[]",
+    ]
+    out = tmp_path / "run"
+    args = ["diffaug", "train", "--config", str(config), "--out", str(out), *small]
+    checkpoints = out / "model.partial" / "checkpoints"
+    run_until_killed(args, lambda: checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*/trainer_state.json")))
+    assert not (out / "model").exists() and (out / "stage1").is_dir()
+    assert hardcse(["diffaug", "train", "--out", str(out), "--resume"]) == 0
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["stage1"]["attempts"] == 1 and stages["stage2"]["attempts"] == 2
+    training = json.loads((out / "model" / "training.json").read_text())
+    assert training["steps"] == 40 and training["resumed_from"].startswith("checkpoint-")

@@ -1,10 +1,13 @@
+import json
+
 import numpy as np
 import pytest
 from sentence_transformers.cross_encoder import CrossEncoder
 
-from hardcse.config import NLITrainConfig, load_config
+from hardcse.config import load_config
 from hardcse.data.nli import LABELS
-from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli, nli_metrics, train_nli
+from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli, nli_metrics
+from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.errors import HardcseError
 
 
@@ -36,9 +39,8 @@ def test_a_model_without_nli_labels_is_refused(tiny_bert_dir):
 
 
 def test_training_refuses_evaluation_files():
-    config = load_config(NLITrainConfig, overrides=["train_files=[nli/SNLI/test.tsv]"])
-    with pytest.raises(HardcseError, match="cannot be training data"):
-        train_nli(config, "unused")
+    with pytest.raises(HardcseError, match="train_files: .* cannot be training data"):
+        load_config(NLITrainConfig, overrides=["train_files=[nli/SNLI/test.tsv]"])
 
 
 def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
@@ -47,15 +49,24 @@ def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
         "premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n"
     )
     overrides = [
-        f"model={tiny_bert_dir}",
+        f"base_model={tiny_bert_dir}",
         "max_examples=64",
-        "batch_size=16",
-        "eval_steps=2",
+        "training.batch_size=16",
+        "training.eval_steps=2",
         f"dev_files=[{small}]",
     ]
-    discriminator = train_nli(load_config(NLITrainConfig, overrides=overrides), tmp_path / "nli")
-    reloaded = NLIDiscriminator.load(str(tmp_path / "nli"))
-    a = discriminator.predict_proba(["A man sleeps."], ["A man rests."])
+    config = load_config(NLITrainConfig, overrides=overrides)
+    nli_run(config, tmp_path / "nli", evaluate=False)
+    reloaded = NLIDiscriminator.load(str(tmp_path / "nli"))  # the run folder stands for its model/
+    training = json.loads((tmp_path / "nli" / "model" / "training.json").read_text())
+    assert (
+        training["steps"] == 4
+        and training["best_step"] in (2, 4)
+        and not (tmp_path / "nli" / "model" / "checkpoints").exists()
+    )
+    again = tmp_path / "again"
+    nli_run(config, again, evaluate=False)  # the head is seeded: two runs give the same model
+    a = NLIDiscriminator.load(str(again)).predict_proba(["A man sleeps."], ["A man rests."])
     assert a == pytest.approx(reloaded.predict_proba(["A man sleeps."], ["A man rests."]), abs=1e-6)
     results = evaluate_nli(reloaded, {"small": str(small)})
     assert results["small"]["n"] == 2 and 0 <= results["small"]["accuracy"] <= 100

@@ -1,6 +1,6 @@
 import pytest
 
-from hardcse.generator.parsing import REASONS, parse_response
+from hardcse.art.generator.parsing import REASONS, parse_response
 
 ANCHOR = "Powell was a transformational leader of the organisation."
 

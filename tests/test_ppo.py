@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from hardcse.config import GeneratorConfig, PPOConfig
-from hardcse.generator.model import load_generator
-from hardcse.generator.sampling import response_mask, sample
-from hardcse.rl.ppo import (
+from hardcse.art.config import GeneratorConfig, PPOConfig
+from hardcse.art.generator.model import load_generator
+from hardcse.art.generator.sampling import response_mask, sample
+from hardcse.art.ppo import (
     AdaptiveKLController,
     PPOTrainer,
     clipped_policy_loss,

@@ -5,21 +5,26 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from conftest import SENTENCES
-from hardcse.config import EncoderTrainConfig, load_config
+from hardcse.cli import main as hardcse
+from hardcse.config import load_config
 from hardcse.encoder.build import load_encoder
-from hardcse.encoder.train import read_training_data, simcse_dataset, train_encoder
+from hardcse.encoder.simcse import SimCSEConfig, read_training_data, simcse_dataset, train_simcse
 from hardcse.errors import HardcseError
 
 
 @pytest.mark.parametrize("mode", ["sup", "unsup"])
 def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tmp_path, mode):
     data = triplet_file if mode == "sup" else SENTENCES
-    overrides = [f"model={tiny_encoder_dir}", f"mode={mode}", "max_steps=3", "eval_steps=2", "batch_size=4"]
-    config = load_config(EncoderTrainConfig, overrides=overrides + ["learning_rate=1e-3", "max_seq_length=16"])
+    training = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=4"]
+    training += ["training.learning_rate=1e-3", "training.max_seq_length=16"]
+    config = load_config(SimCSEConfig, overrides=[f"encoder={tiny_encoder_dir}", f"mode={mode}", *training])
+    if mode == "sup":
+        data = read_training_data("sup", data)
     before = load_encoder(str(tiny_encoder_dir)).encode(SENTENCES)
-    outcome = train_encoder(config, data, tmp_path / "out")
-    assert [h["step"] for h in outcome.history] == [2, 3]  # the last step is evaluated too
-    assert outcome.best_dev == max(h["sts_dev"] for h in outcome.history)
+    outcome = train_simcse(load_encoder(str(tiny_encoder_dir)), data, mode, config, tmp_path / "out")
+    history = outcome.record["dev_history"]
+    assert [h["step"] for h in history] == [2, 3]  # the last step is evaluated too
+    assert outcome.best_dev == max(h["dev"] for h in history)
     reloaded = SentenceTransformer(str(tmp_path / "out"))
     assert reloaded.max_seq_length == 64  # the evaluation length, not the training length
     after = reloaded.encode(SENTENCES)
@@ -45,3 +50,27 @@ def test_pooling_options(tiny_encoder_dir, pooling):
     model = load_encoder(str(tiny_encoder_dir), pooling)
     assert model.encode(["hello"]).shape == (1, 32)
     assert [type(m).__name__ for m in model][-1] == ("Dense" if pooling == "cls_mlp" else "Pooling")
+
+
+def test_cli_run_folder_before_after_resume_and_refusals(tiny_encoder_dir, triplet_file, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["simcse", "train", "--data", str(triplet_file), "--out", str(out), f"encoder={tiny_encoder_dir}"]
+    small = ["training.max_steps=2", "training.eval_steps=1", "training.batch_size=4", "eval_tasks=[STS-B-dev]"]
+    assert hardcse([*args, *small]) == 2  # no --config and no --resume
+    assert "give --config" in capsys.readouterr().err
+    config = tmp_path / "c.yaml"
+    config.write_text("mode: sup\n")
+    assert hardcse([*args, "--config", str(config), *small]) == 0
+    printed = capsys.readouterr().out
+    assert "(before)" in printed and "(after)" in printed
+    assert {"config.yaml", "manifest.json", "run.log", "eval_before.json", "model", "eval.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert SentenceTransformer(str(out / "model")).encode(["hi"]).shape == (1, 32)
+    assert hardcse([*args, "--config", str(config), *small]) == 2  # a finished folder is not overwritten
+    assert "--overwrite" in capsys.readouterr().err
+    assert hardcse([*args, "--resume", *small]) == 0  # everything done: nothing redone
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert all(s["attempts"] == 1 for s in stages.values())
+    assert hardcse([*args, "--resume", *small[1:], "training.max_steps=3"]) == 2
+    assert "differs from" in capsys.readouterr().err

@@ -12,3 +12,10 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def write_json_atomic(path: str | Path, data: object) -> Path:
+    """``data`` as indented JSON, written atomically."""
+    import json
+
+    return write_text_atomic(path, json.dumps(data, indent=2))

@@ -120,7 +120,8 @@ def hub_model_dir(repo_id: str) -> Path:
 
 
 def resolve_model(source: str) -> Path:
-    """A local folder for a model source: ``bundled:minilm-l6``, ``bundled:smollm2-135m``, a folder, or a hub id."""
+    """A local folder for a model source: ``bundled:minilm-l6``, ``bundled:smollm2-135m``, a folder, or a hub id.
+    A hardcse run folder (``manifest.json`` and a finished ``model/``) stands for its ``model/``."""
     if source == BUNDLED_ENCODER:
         return bundled_encoder_dir()
     if source == BUNDLED_GENERATOR:
@@ -131,6 +132,8 @@ def resolve_model(source: str) -> Path:
     if path.exists():
         if not path.is_dir():
             raise HardcseError(f"{path}: a model source must be a folder, not a file")
+        if (path / "manifest.json").is_file() and (path / "model").is_dir():
+            return path / "model"
         return path
     if source.count("/") == 1 and not source.startswith((".", "/", "~")):
         return hub_model_dir(source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from hardcse.config import AnchorConfig
+from hardcse.art.config import AnchorConfig
 from hardcse.data.corpus import read_sentences
 from hardcse.errors import HardcseError
 

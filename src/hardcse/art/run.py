@@ -1,4 +1,4 @@
-"""``hardcse art run``: ART's adaptive rounds as one resumable run folder.
+"""``hardcse art run``: ART's adaptive rounds (Algorithm 1 of the paper) as one resumable run folder.
 
     round_0/eval.json                      the starting encoder on the STS tasks
     round_r/generator/                     PPO-tuned LoRA adapter + ppo_log.jsonl (difficulty by encoder r-1)
@@ -6,49 +6,38 @@
     round_r/encoder/                       encoder r-1 trained further on the kept triplets (SimCSE loss)
     round_r/eval.json, measures.json       STS scores; judged accuracy and cosines of the synthetic data
 
-Every stage writes its output under a temporary name and renames it when complete; ``resume`` skips stages whose
-output exists and continues PPO from its last checkpoint, so a killed run loses at most one stage's work.
+The run folder (config, lock, manifest, atomic stages, resume) is :class:`hardcse.run_folder.RunFolder`; PPO
+continues from its last checkpoint after a kill, so a killed run loses at most one checkpoint interval.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import logging
-import platform
 import shutil
-import subprocess
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
-import yaml
-from sentence_transformers import SentenceTransformer
-
 from hardcse.art.anchors import split_anchors
+from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
 from hardcse.art.judge import judge_records
 from hardcse.art.synthesis import synthesize
-from hardcse.art.tuning import load_discriminator, tune_generator
-from hardcse.atomic import write_text_atomic
-from hardcse.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig, config_to_dict, save_config
-from hardcse.data.sts import ALL_TASKS, DEV_TASK
+from hardcse.art.tuning import tune_generator
+from hardcse.atomic import write_json_atomic
+from hardcse.data.jsonl import read_jsonl
+from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
-from hardcse.discriminator.nli import NLIDiscriminator, train_nli
+from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
+from hardcse.discriminator.train import train_nli
 from hardcse.encoder.build import load_encoder
-from hardcse.encoder.train import train_encoder
+from hardcse.encoder.simcse import train_simcse
 from hardcse.errors import HardcseError
-from hardcse.evaluation.sts import evaluate_sts
-from hardcse.logs import log_to_file
-from hardcse.report.plots import read_jsonl
+from hardcse.evaluation.sts import sts_record
 from hardcse.resources import resolve_model
+from hardcse.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
-PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
 
 
 @dataclass
@@ -81,26 +70,8 @@ def round_anchors(train: list[str], config: ArtRunConfig) -> list[RoundAnchors]:
 
 
 def validate(config: ArtRunConfig) -> list[RoundAnchors]:
-    """Every check that can fail before any work is done; returns the anchors of each round."""
-    positive = {"rounds": config.rounds, "synthesis_anchors": config.synthesis_anchors}
-    if config.tune_generator:
-        positive |= {"ppo.steps": config.ppo.steps, "ppo.save_every": config.ppo.save_every}
-    for key, value in positive.items():
-        if value < 1:
-            raise HardcseError(f"{key}={value}: must be at least 1")
-    for key, value in {"mix_examples": config.mix_examples, "examples_per_round": config.examples_per_round}.items():
-        if value is not None and value < 0:
-            raise HardcseError(f"{key}={value}: must not be negative")
-    unknown = [t for t in config.eval_tasks if t not in ALL_TASKS]
-    if unknown:
-        raise HardcseError(f"eval_tasks: unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
-    if config.encoder_training.mode != "sup":
-        raise HardcseError("encoder_training.mode: ART trains on triplets, so it must be sup")
-    if config.pooling == "cls_mlp":
-        raise HardcseError(
-            "pooling=cls_mlp adds a freshly initialised head, a different one at every load; train it first "
-            "(hardcse train-encoder --pooling cls_mlp) and give the saved folder as encoder"
-        )
+    """The checks that need files (the config checked its own values when it was built); returns the anchors
+    of each round."""
     if config.mix_triplets and not Path(config.mix_triplets).is_file():
         raise HardcseError(f"mix_triplets: {config.mix_triplets}: no such file")
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
@@ -115,176 +86,80 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     return round_anchors(split_anchors(config.anchors).train, config)
 
 
-class Manifest:
-    """``manifest.json``: versions, seeds, git commit, and the start, end and seconds of every stage."""
-
-    def __init__(self, path: Path, config: ArtRunConfig) -> None:
-        self.path = path
-        if path.is_file():
-            self.data = json.loads(path.read_text(encoding="utf-8"))
-        else:
-            self.data = {
-                "created": _now(),
-                "versions": _versions(),
-                "git_commit": _git_commit(),
-                "seeds": {
-                    "anchors": config.anchors.seed,
-                    "generator": config.generator.seed,
-                    "ppo": config.ppo.seed,
-                    "encoder_training": config.encoder_training.seed,
-                    "discriminator_training": config.discriminator_training.seed,
-                },
-                "stages": {},
-            }
-        self.data.setdefault("runs", []).append({"started": _now(), "platform": platform.platform()})
-        self.save()
-
-    def save(self) -> None:
-        write_text_atomic(self.path, json.dumps(self.data, indent=2))
-
-    def stage(self, name: str, done: Callable[[], bool], work: Callable[[], None]) -> None:
-        """Run ``work`` unless ``done()`` already holds; record its timing."""
-        if done():
-            log.info("stage %s: done, skipped", name)
-            return
-        log.info("stage %s: start", name)
-        print(f"== {name}", flush=True)
-        attempts = self.data["stages"].get(name, {}).get("attempts", 0) + 1  # counts attempts that were killed
-        entry = self.data["stages"][name] = {"start": _now(), "attempts": attempts}
-        self.save()
-        start = time.perf_counter()
-        work()
-        if not done():
-            raise HardcseError(f"stage {name} finished without its output; this is a bug")
-        entry |= {"end": _now(), "seconds": round(time.perf_counter() - start, 1)}
-        self.save()
-
-    def finish(self) -> None:
-        self.data["runs"][-1]["finished"] = _now()
-        self.save()
-
-
-def prepare_run_dir(run_dir: Path, config: ArtRunConfig, resume: bool) -> None:
-    """A new run needs an empty folder; a resumed one needs the same configuration it started with."""
-    saved = run_dir / "config.yaml"
-    if resume:
-        if not saved.is_file():
-            raise HardcseError(f"{run_dir} has no config.yaml: nothing to resume; drop --resume to start it")
-        before = yaml.safe_load(saved.read_text(encoding="utf-8"))
-        now = json.loads(json.dumps(config_to_dict(config)))
-        changed = sorted(_differences(before, now))
-        if changed:
-            raise HardcseError(
-                f"the configuration differs from {saved} in {', '.join(changed)}; a resumed run keeps its "
-                "configuration (start a new run with another --name to change it)"
-            )
-        return
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise HardcseError(f"{run_dir} exists and is not empty; pass --resume to continue it, or another --name")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, saved)
-
-
-def saved_run_config(run_dir: Path) -> Path:
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml)")
-    return path
-
-
-def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False) -> Path:
+def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
     """Run (or continue) every stage of the run; returns the final encoder's folder."""
     blocks = validate(config)
-    run_dir = Path(run_dir)
-    prepare_run_dir(run_dir, config, resume)
-    with _exclusive(run_dir / "run.lock"), log_to_file(run_dir / "run.log"):
-        return _run_stages(config, run_dir, blocks)
-
-
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """One process per run folder: a second one would delete the first one's temporary folders."""
-    with lock_path.open("w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise HardcseError(f"another process is running {lock_path.parent}; wait for it or stop it") from None
-        yield
+    with RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run") as run:
+        return _run_stages(run, blocks)
 
 
 @dataclass
 class _Run:
     config: ArtRunConfig
-    dir: Path
-    manifest: Manifest
+    folder: RunFolder
     discriminator_source: str
     discriminator: NLIDiscriminator
     tasks: list[str]
 
+    @property
+    def dir(self) -> Path:
+        return self.folder.dir
 
-def _run_stages(config: ArtRunConfig, run_dir: Path, blocks: list[RoundAnchors]) -> Path:
-    manifest = Manifest(run_dir / "manifest.json", config)
 
-    discriminator_dir = run_dir / "discriminator"
+def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
+    config: ArtRunConfig = folder.config
     if config.discriminator == TRAIN_IN_RUN:
-        manifest.stage(
+        folder.stage(
             "discriminator",
-            done=discriminator_dir.is_dir,
-            work=lambda: _atomic_dir(discriminator_dir, lambda tmp: train_nli(config.discriminator_training, tmp)),
+            "discriminator",
+            lambda partial: train_nli(config.discriminator_training, partial),
+            keep_partial=True,
         )
-        discriminator_source = str(discriminator_dir)
+        discriminator_source = str(folder.dir / "discriminator")
     else:
         discriminator_source = config.discriminator
     tasks = list(dict.fromkeys([*config.eval_tasks, DEV_TASK]))  # STS-B dev always: rounds select on it
-    run = _Run(config, run_dir, manifest, discriminator_source, load_discriminator(discriminator_source), tasks)
+    run = _Run(config, folder, discriminator_source, load_discriminator(discriminator_source), tasks)
 
-    round0 = run_dir / "round_0" / "eval.json"
-    manifest.stage(
+    folder.stage(
         "round_0.eval",
-        done=round0.is_file,
-        work=lambda: _evaluate(load_encoder(config.encoder, config.pooling), config.encoder, tasks, round0),
+        "round_0/eval.json",
+        lambda partial: write_json_atomic(
+            partial, sts_record(load_encoder(config.encoder, config.pooling), config.encoder, tasks)
+        ),
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):
         encoder_source, generator_source = _run_round(run, r, anchors, encoder_source, generator_source)
 
-    from hardcse.report.art import write_report
+    from hardcse.art.report import write_report
 
-    manifest.finish()
-    write_report(run_dir)
+    folder.finish()
+    write_report(folder.dir)
     return Path(encoder_source)
 
 
 def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, generator_source: str) -> tuple[str, str]:
     """Round ``r``'s stages; returns the (encoder, generator) the next round starts from."""
-    config, manifest = run.config, run.manifest
+    config, folder = run.config, run.folder
     round_dir = run.dir / f"round_{r}"
     round_dir.mkdir(exist_ok=True)
     pooling = config.pooling if r == 1 else "default"  # later rounds load a saved encoder as it is
 
     synthesis_generator = config.generator.model
     if config.tune_generator:
-        generator_dir = round_dir / "generator"
-        tune = TuneConfig(
+        tune = dataclasses.replace(
+            tune_config(config),
             encoder=encoder_source,
             pooling=pooling,
             discriminator=run.discriminator_source,
             generator=dataclasses.replace(config.generator, model=generator_source),
-            reward=config.reward,
-            ppo=config.ppo,
-            anchors=config.anchors,
-            filter=config.filter,
         )
-        manifest.stage(
+        generator_dir = folder.stage(
             f"round_{r}.generator",
-            done=generator_dir.is_dir,
-            work=lambda: tune_generator(
-                tune,
-                round_dir / "ppo",
-                resume=True,
-                train_anchors=anchors.ppo,
-                final_dir=generator_dir,
-                discriminator=run.discriminator,
+            f"round_{r}/generator",
+            lambda partial: tune_generator(
+                tune, round_dir / "ppo", partial, train_anchors=anchors.ppo, discriminator=run.discriminator
             ),
         )
         shutil.rmtree(round_dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
@@ -292,47 +167,39 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         if config.continue_generator:
             generator_source = synthesis_generator
 
-    def run_synthesis() -> None:
-        from hardcse.rl.reward import DualReward
+    def run_synthesis(_: Path) -> None:
+        from hardcse.art.reward import DualReward
 
         reward = DualReward(run.discriminator, load_encoder(encoder_source, pooling), config.reward)
         generation = config.generator
         if config.synthesis_temperature is not None:
-            generation = dataclasses.replace(generation, temperature=config.synthesis_temperature)
+            generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
         synthesize(synthesis_generator, anchors.synthesis, generation, reward, config.filter, round_dir)
 
-    manifest.stage(f"round_{r}.synthesis", done=(round_dir / "synthesis.json").is_file, work=run_synthesis)
+    # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done
+    folder.stage(f"round_{r}.synthesis", f"round_{r}/synthesis.json", run_synthesis, in_place=True)
 
     previous_eval = run.dir / f"round_{r - 1}" / "eval.json"
-    encoder_dir = round_dir / "encoder"
-    manifest.stage(
+    encoder_dir = folder.stage(
         f"round_{r}.encoder",
-        done=encoder_dir.is_dir,
-        work=lambda: _train_round_encoder(config, round_dir, encoder_source, pooling, previous_eval),
+        f"round_{r}/encoder",
+        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling, previous_eval),
+        keep_partial=True,
     )
-    eval_path = round_dir / "eval.json"
-    manifest.stage(
+    folder.stage(
         f"round_{r}.eval",
-        done=eval_path.is_file,
-        work=lambda: _evaluate_round(encoder_dir, eval_path, previous_eval, run.tasks),
+        f"round_{r}/eval.json",
+        lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks),
     )
-    measures = round_dir / "measures.json"
-    manifest.stage(f"round_{r}.measures", done=measures.is_file, work=lambda: _measure(config, round_dir, measures))
+    folder.stage(
+        f"round_{r}.measures", f"round_{r}/measures.json", lambda partial: _measure(config, round_dir, partial)
+    )
     return str(encoder_dir), generator_source
 
 
-def _atomic_dir(final: Path, build: Callable[[Path], object]) -> None:
-    """``build(tmp)`` fills a temporary folder, which is then renamed to ``final``."""
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    build(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-
-
-def _evaluate(model: SentenceTransformer, source: str, tasks: list[str], out: Path) -> None:
-    result = evaluate_sts(model, tasks)
-    write_text_atomic(out, json.dumps({"model": source, **result.to_dict()}, indent=2))
+def tune_config(config: ArtRunConfig) -> TuneConfig:
+    """The tuning block of a run's config, as a :class:`TuneConfig`."""
+    return TuneConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(TuneConfig)})
 
 
 def _training_data(config: ArtRunConfig, round_dir: Path) -> list[Triplet]:
@@ -343,34 +210,33 @@ def _training_data(config: ArtRunConfig, round_dir: Path) -> list[Triplet]:
     return data
 
 
-def _train_round_encoder(config: ArtRunConfig, round_dir: Path, source: str, pooling: str, previous: Path) -> None:
-    """Train the previous encoder on the round's triplets; hand on the better of the two on STS-B dev."""
+def _train_round_encoder(
+    config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str, previous: Path
+) -> None:
+    """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
+    dev. The round's ``training.json`` is written before ``out`` is renamed: a done stage always has it."""
     previous_dev = json.loads(previous.read_text(encoding="utf-8"))["scores"][DEV_TASK]
     data = _training_data(config, round_dir)
     model = load_encoder(source, pooling)
     record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
-    final = round_dir / "encoder"
-
-    def build(tmp: Path) -> None:
-        if not data:
-            record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
-            model.save(str(tmp))
+    if not data:
+        record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
+        model.save(str(out))
+    else:
+        outcome = train_simcse(model, data, "sup", config.encoder_training, out)
+        record.update(
+            trained=True,
+            best_dev=outcome.best_dev,
+            best_step=outcome.best_step,
+            dev_history=outcome.record["dev_history"],
+        )
+        if config.keep_better_encoder and not (outcome.best_dev is not None and outcome.best_dev > previous_dev):
+            record.update(handed_on="previous", why="training did not beat the previous encoder on STS-B dev")
+            shutil.rmtree(out)
+            load_encoder(source, pooling).save(str(out))
         else:
-            training = dataclasses.replace(config.encoder_training, model=source, pooling=pooling)
-            outcome = train_encoder(training, data, tmp, model=model)
-            record.update(
-                trained=True, best_dev=outcome.best_dev, best_step=outcome.best_step, dev_history=outcome.history
-            )
-            if config.keep_better_encoder and not (outcome.best_dev is not None and outcome.best_dev > previous_dev):
-                record.update(handed_on="previous", why="training did not beat the previous encoder on STS-B dev")
-                shutil.rmtree(tmp)
-                load_encoder(source, pooling).save(str(tmp))
-            else:
-                record["handed_on"] = "trained"
-        # before the rename: a done encoder stage always has its record
-        write_text_atomic(round_dir / "training.json", json.dumps(record, indent=2))
-
-    _atomic_dir(final, build)
+            record["handed_on"] = "trained"
+    write_json_atomic(round_dir / "training.json", record)
 
 
 def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str]) -> None:
@@ -381,9 +247,9 @@ def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[st
             "model": str(encoder_dir),
             "copied_from": str(previous),
         }
-        write_text_atomic(out, json.dumps(record, indent=2))
+        write_json_atomic(out, record)
         return
-    _evaluate(load_encoder(str(encoder_dir)), str(encoder_dir), tasks, out)
+    write_json_atomic(out, sts_record(load_encoder(str(encoder_dir)), str(encoder_dir), tasks))
 
 
 def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
@@ -395,37 +261,4 @@ def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
         records, judge, config.examples_per_round, cosine_encoder=load_encoder(config.encoder, config.pooling)
     )
     result["judge"] = config.judge
-    write_text_atomic(out, json.dumps(result, indent=2))
-
-
-def _differences(a: object, b: object, prefix: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for key in sorted(set(a) | set(b)):
-            out += _differences(a.get(key), b.get(key), f"{prefix}{key}.")
-        return out
-    return [] if a == b else [prefix.rstrip(".")]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    write_json_atomic(out, result)

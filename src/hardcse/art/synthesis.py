@@ -1,4 +1,4 @@
-"""``hardcse generate``: one positive and one negative per anchor, scored, filtered by the NLI discriminator.
+"""ART's synthesis (``hardcse art generate``): a positive and a negative per anchor, scored, NLI-filtered.
 
 Every generation is kept in ``synthetic.jsonl`` with its parse status and reward parts; the triplets that pass
 the filter go to ``triplets.csv`` (SimCSE format).
@@ -16,15 +16,15 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
+from hardcse.art.generator.model import load_generator
+from hardcse.art.generator.parsing import parse_response
+from hardcse.art.generator.prompts import render_prompts
+from hardcse.art.generator.sampling import sample
+from hardcse.art.reward import DualReward
 from hardcse.atomic import write_text_atomic
-from hardcse.config import FilterConfig, GeneratorConfig
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
-from hardcse.generator.model import load_generator
-from hardcse.generator.parsing import parse_response
-from hardcse.generator.prompts import render_prompts
-from hardcse.generator.sampling import sample
-from hardcse.rl.reward import DualReward
 
 
 @dataclass
@@ -115,3 +115,40 @@ def synthesize(
 
 def _number(x: float) -> float | None:
     return None if not np.isfinite(x) else round(float(x), 5)
+
+
+def synthesis_run(
+    config: TuneConfig,
+    out: str | Path,
+    *,
+    generator: str | None = None,
+    anchors: str = "held-out",
+    limit: int | None = None,
+    on_error: str = "raise",
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict:
+    """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
+    ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
+    the synthesis report. The inputs that are not config are recorded in the manifest."""
+    from hardcse.art.anchors import split_anchors
+    from hardcse.data.corpus import read_sentences
+    from hardcse.discriminator.nli import load_discriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.run_folder import RunFolder
+
+    texts = (
+        split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
+    )
+    texts = texts[:limit] if limit else texts
+    source = generator or config.generator.model
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:
+        run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
+
+        def build(_: Path) -> None:
+            reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+            synthesize(source, texts, config.generator, reward, config.filter, run.dir)
+
+        done = run.stage("synthesis", "synthesis.json", build, in_place=True)
+        run.finish()
+    return json.loads(done.read_text(encoding="utf-8"))

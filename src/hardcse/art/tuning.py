@@ -1,8 +1,8 @@
-"""``hardcse tune-generator``: PPO of the generator against the dual reward, logged, saved, resumable.
+"""ART's generator tuning (Section 3.3): PPO of the generator against the dual reward, logged and resumable.
 
-Out folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
-every ``save_every`` steps), ``generator/`` (the final adapter with its PPO log and curves, a folder
-``hardcse generate`` takes; written whole or not at all), ``config.yaml``.
+Work folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
+every ``save_every`` steps); the final adapter with its PPO log and curves goes to ``final_dir`` (a folder
+``hardcse art generate`` takes).
 """
 
 from __future__ import annotations
@@ -18,29 +18,17 @@ import torch
 from tqdm.auto import tqdm
 
 from hardcse.art.anchors import anchors_for_step, split_anchors
-from hardcse.config import TuneConfig, save_config
-from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.art.config import TuneConfig
+from hardcse.art.generator.model import base_model_source, load_generator
+from hardcse.art.generator.parsing import REASONS, parse_response
+from hardcse.art.generator.prompts import KINDS, render_prompts
+from hardcse.art.plots import plot_ppo_log
+from hardcse.art.ppo import PPOTrainer, RewardFn
+from hardcse.art.reward import DualReward
+from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.encoder.build import load_encoder
-from hardcse.errors import HardcseError
-from hardcse.generator.model import base_model_source, load_generator
-from hardcse.generator.parsing import REASONS, parse_response
-from hardcse.generator.prompts import KINDS, render_prompts
-from hardcse.report.plots import plot_ppo_log
-from hardcse.resources import resolve_model
-from hardcse.rl.ppo import PPOTrainer, RewardFn
-from hardcse.rl.reward import DualReward
 
 log = logging.getLogger(__name__)
-
-
-def load_discriminator(source: str) -> NLIDiscriminator:
-    try:
-        resolve_model(source)
-    except HardcseError as e:
-        raise HardcseError(
-            f"{e}\n  no NLI discriminator there: train one with `hardcse train-nli --out {source}`"
-        ) from None
-    return NLIDiscriminator.load(source)
 
 
 def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> RewardFn:
@@ -61,29 +49,25 @@ def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> R
 
 def tune_generator(
     config: TuneConfig,
-    out_dir: str | Path,
-    resume: bool = False,
+    work_dir: str | Path,
+    final_dir: str | Path,
     train_anchors: list[str] | None = None,
-    final_dir: str | Path | None = None,
     discriminator: NLIDiscriminator | None = None,
 ) -> Path:
-    """Run ``config.ppo.steps`` PPO steps; returns the folder of the tuned generator (``final_dir``, by default
-    ``out_dir/generator``). Step ``t`` reads the ``t``-th slice of ``train_anchors`` (default: the training
-    part of the anchor split). ``discriminator`` saves loading ``config.discriminator`` again."""
-    out_dir = Path(out_dir)
-    final = Path(final_dir) if final_dir is not None else out_dir / "generator"
+    """Run ``config.ppo.steps`` PPO steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
+    tuned generator to ``final_dir`` and returns it. Step ``t`` reads the ``t``-th slice of ``train_anchors``
+    (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``."""
+    out_dir = Path(work_dir)
+    final = Path(final_dir)
     checkpoint = out_dir / "checkpoint"
     log_path = out_dir / "ppo_log.jsonl"
-    if out_dir.exists() and any(out_dir.iterdir()) and not resume:
-        raise HardcseError(f"{out_dir} exists and is not empty; pass --resume to continue it, or another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, out_dir / "config.yaml")
 
     if train_anchors is None:
         train_anchors = split_anchors(config.anchors).train
     discriminator = discriminator or load_discriminator(config.discriminator)
     reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
-    resuming = resume and (checkpoint / "ppo_state.json").is_file()
+    resuming = (checkpoint / "ppo_state.json").is_file()
     source = str(checkpoint) if resuming else config.generator.model
     torch.manual_seed(config.ppo.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     model, tokenizer = load_generator(source, config.generator, trainable=True)
@@ -116,11 +100,20 @@ def tune_generator(
                 shutil.rmtree(checkpoint, ignore_errors=True)
                 tmp.rename(checkpoint)
     plot_ppo_log(log_path, out_dir / "ppo_curves.png")
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(checkpoint, tmp)
-    for name in ("ppo_log.jsonl", "ppo_curves.png"):
-        shutil.copy2(out_dir / name, tmp / name)
     shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    shutil.copytree(checkpoint, final)
+    for name in ("ppo_log.jsonl", "ppo_curves.png"):
+        shutil.copy2(out_dir / name, final / name)
+    return final
+
+
+def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """``hardcse art tune`` as a run folder: PPO works in ``ppo/`` (checkpoints; a killed run resumes from the
+    last) and the tuned generator lands in ``generator/`` with its PPO log and curves. Returns ``generator/``."""
+    from hardcse.run_folder import RunFolder
+
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune") as run:
+        final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "ppo", partial))
+        shutil.rmtree(run.dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
+        run.finish()
     return final

@@ -1,4 +1,4 @@
-"""``hardcse curriculum plan``: the task order and the batches, with their difficulties, as an inspectable file.
+"""``hardcse datacube plan``: the task order and the batches, with their difficulties, as an inspectable file.
 
 - Task vectors: the mean embedding (by the pre-learned model) of ``queries_per_task`` sampled instructed queries;
   their cosine similarities; the task order by annealing (or a random order for the ablation).
@@ -24,18 +24,13 @@ import numpy as np  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from hardcse.atomic import write_text_atomic  # noqa: E402
-from hardcse.config import CurriculumConfig, config_to_dict  # noqa: E402
+from hardcse.config import config_from_dict, config_to_dict  # noqa: E402
+from hardcse.curriculum.config import CurriculumConfig  # noqa: E402
 from hardcse.curriculum.task_order import anneal_task_order, random_task_order, tour_similarity  # noqa: E402
 from hardcse.data.multitask import Task, builtin_collection, read_medi, read_task_folder  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
-
-CHOICES = {
-    "task_order": ("anneal", "random"),
-    "instance_order": ("easy_to_hard", "random"),
-    "schedule": ("cycle", "shuffle"),
-}
 
 
 @dataclass
@@ -109,7 +104,7 @@ def task_batches(phi: np.ndarray, config: CurriculumConfig, rng: random.Random) 
     else:
         order = list(range(len(phi)))
         rng.shuffle(order)
-    size = config.batch_size
+    size = config.training.batch_size
     return [(order[s : s + size], [float(phi[i]) for i in order[s : s + size]]) for s in range(0, len(order), size)]
 
 
@@ -126,19 +121,12 @@ def combine_batches(per_task: list[list], task_order: list[int]) -> list[tuple[i
 
 
 def build_plan(config: CurriculumConfig) -> Plan:
-    for key, allowed in CHOICES.items():
-        if getattr(config, key) not in allowed:
-            raise HardcseError(f"{key}={getattr(config, key)!r}: choose one of {', '.join(allowed)}")
-    if config.batch_size < 2:
-        raise HardcseError("batch_size must be at least 2 (the loss contrasts within a batch)")
     tasks = load_tasks(config)
-    scorer = load_encoder(config.scorer or config.model)
-    scorer.max_seq_length = config.max_seq_length
+    scorer = load_encoder(config.scorer or config.encoder)
+    scorer.max_seq_length = config.training.max_seq_length
     similarity = cosine_matrix(task_vectors(scorer, tasks, config.queries_per_task, config.seed))
     if config.task_order == "anneal":
-        result = anneal_task_order(
-            similarity, config.anneal_iterations, config.initial_temperature, config.cooling, config.seed
-        )
+        result = anneal_task_order(similarity, config.anneal_iterations, config.anneal_t0, config.cooling, config.seed)
         order = result.order
         anneal = {
             "iterations": result.iterations,
@@ -202,16 +190,15 @@ def save_plan(plan: Plan, out_dir: str | Path) -> Path:
 
 
 def load_plan(path: str | Path) -> Plan:
-    from hardcse.config import load_config
     from hardcse.data.multitask import Instance
 
     path = Path(path)
     if path.is_dir():
-        path = path / "plan.json"
+        path = path / "plan.json" if (path / "plan.json").is_file() else path / "plan" / "plan.json"
     if not path.is_file():
-        raise HardcseError(f"{path}: no plan (make one with `hardcse curriculum plan`)")
+        raise HardcseError(f"{path}: no plan (make one with `hardcse datacube plan`)")
     data = json.loads(path.read_text(encoding="utf-8"))
-    config = load_config(CurriculumConfig, None, [f"{k}={json.dumps(v)}" for k, v in data["config"].items()])
+    config = config_from_dict(CurriculumConfig, data["config"], f"{path}: config")
     tasks = [Task(t["name"], *t["instructions"], [Instance(*i) for i in t["instances"]]) for t in data["tasks"]]
     index = {t.name: i for i, t in enumerate(tasks)}
     batches = [Batch(index[b["task"]], b["rows"], b["difficulty"], b["mask"]) for b in data["batches"]]

@@ -48,7 +48,7 @@ class AnnealResult:
 def anneal_task_order(
     similarity: np.ndarray,
     iterations: int = 2_000_000,
-    initial_temperature: float = 1.0,
+    t0: float = 1.0,
     cooling: float = 0.99999,
     seed: int = 42,
 ) -> AnnealResult:
@@ -63,7 +63,7 @@ def anneal_task_order(
     sim = similarity.tolist()  # list indexing is several times faster than numpy scalars in this loop
     current = best = start
     best_order = order[:]
-    temperature = initial_temperature
+    temperature = t0
     accepted = 0
     randrange, uniform = rng.randrange, rng.random
     for _ in range(iterations):

@@ -1,9 +1,9 @@
 """DiffAug's two objectives, as sentence-transformers losses over tokenised columns.
 
-- Stage 1, :class:`PrefixPairClassificationLoss`: u = f(premise; theta_1), v = f(hypothesis; theta_2),
+- Stage 1, :class:`PrefixPairClassificationLoss` (Eq. (3)): u = f(premise; theta_1), v = f(hypothesis; theta_2),
   cross-entropy of a linear classifier on [u; v; |u - v|] (SBERT's SoftmaxLoss, with a prefix view per side).
-- Stage 2, :class:`PrefixContrastiveLoss`: the SimCSE loss with tau, the anchor through theta_1 and the positive
-  (and hard negative) through theta_2,
+- Stage 2, :class:`PrefixContrastiveLoss` (Eq. (2)): the SimCSE loss with tau, the anchor through theta_1 and the
+  positive (and hard negative) through theta_2,
       l_i = -log e^{sim(h_i, h_i+)/tau} / sum_j (e^{sim(h_i, h_j+)/tau} [+ e^{sim(h_i, h_j-)/tau}]),
   plus ``aux_weight`` times the stage-1 cross-entropy on the NLI columns of the same rows (semi-supervised + aux).
 On an encoder without prefixes the views do not exist and both losses are plain SimCSE / SoftmaxLoss.
@@ -16,6 +16,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from hardcse.diffaug.prefix import prefixed, with_view
+from hardcse.encoder.contrastive import in_batch_contrastive_loss
 
 
 def embed(model: SentenceTransformer, features: dict[str, torch.Tensor], view: int | None) -> torch.Tensor:
@@ -57,7 +58,7 @@ class PrefixContrastiveLoss(nn.Module):
     def __init__(
         self,
         model: SentenceTransformer,
-        temperature: float,
+        tau: float,
         n_contrastive: int,
         aux_classifier: PairClassifier | None = None,
         aux_weight: float = 0.0,
@@ -66,17 +67,16 @@ class PrefixContrastiveLoss(nn.Module):
         if n_contrastive not in (2, 3):
             raise ValueError("n_contrastive: 2 (anchor, positive) or 3 (anchor, positive, negative)")
         self.model = model
-        self.temperature = temperature
+        self.tau = tau
         self.n_contrastive = n_contrastive
         self.aux_classifier = aux_classifier
         self.aux_weight = aux_weight
 
     def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
-        anchor, *others = sentence_features[: self.n_contrastive]
-        h = nn.functional.normalize(embed(self.model, anchor, 0), dim=-1)
-        candidates = torch.cat([nn.functional.normalize(embed(self.model, f, 1), dim=-1) for f in others])
-        scores = h @ candidates.T / self.temperature  # (B, B) or (B, 2B): every positive [and negative]
-        loss = nn.functional.cross_entropy(scores, torch.arange(len(h), device=h.device))
+        anchor, positive, *negative = sentence_features[: self.n_contrastive]
+        h = embed(self.model, anchor, 0)
+        h_neg = embed(self.model, negative[0], 1) if negative else None
+        loss = in_batch_contrastive_loss(h, embed(self.model, positive, 1), h_neg, self.tau)
         if self.aux_classifier is not None and self.aux_weight > 0:
             premise, hypothesis = sentence_features[self.n_contrastive : self.n_contrastive + 2]
             logits = self.aux_classifier(embed(self.model, premise, 0), embed(self.model, hypothesis, 1))

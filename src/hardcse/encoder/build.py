@@ -9,10 +9,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
 
+from hardcse.encoder import POOLINGS
 from hardcse.errors import HardcseError
 from hardcse.resources import resolve_model
-
-POOLINGS = ("default", "cls", "cls_mlp", "mean")
 
 
 def _hardcse_modules(path: Path) -> bool:

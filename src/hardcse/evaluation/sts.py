@@ -77,6 +77,16 @@ def evaluate_sts(
     return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences))
 
 
+def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:
+    """What hardcse writes to ``eval.json``: the model's name, the scores by task, avg7, timing."""
+    return {"model": source, **evaluate_sts(model, tasks).to_dict()}
+
+
+def sts_rows(records: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Table rows (scores + avg7) from ``eval.json`` records, keyed by a label (see report.tables)."""
+    return {label: {**r["scores"], "avg7": r["avg7"]} for label, r in records.items()}
+
+
 class STSEvaluator(BaseEvaluator):
     """A trainer evaluator: Spearman x 100 on one pair list, encoded at ``max_seq_length`` (the evaluation
     length, which can differ from the shorter training length)."""

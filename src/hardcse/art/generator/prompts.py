@@ -7,7 +7,7 @@ from typing import Literal
 
 from transformers import PreTrainedTokenizerBase
 
-from hardcse.config import GeneratorConfig
+from hardcse.art.config import GeneratorConfig
 from hardcse.errors import HardcseError
 
 Kind = Literal["positive", "negative"]

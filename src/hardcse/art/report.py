@@ -17,11 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
+from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
-from hardcse.config import TRAIN_IN_RUN  # noqa: E402
+from hardcse.data.jsonl import read_jsonl  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
-from hardcse.report.plots import read_jsonl  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:

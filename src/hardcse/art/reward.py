@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.config import RewardConfig
+from hardcse.art.config import RewardConfig
+from hardcse.art.generator.parsing import Parsed
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
-from hardcse.generator.parsing import Parsed
 
 
 @dataclass

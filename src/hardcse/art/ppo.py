@@ -22,8 +22,8 @@ import torch
 from peft import PeftModel
 from torch import nn
 
-from hardcse.config import GeneratorConfig, PPOConfig
-from hardcse.generator.sampling import Samples, sample
+from hardcse.art.config import GeneratorConfig, PPOConfig
+from hardcse.art.generator.sampling import Samples, sample
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class PPOTrainer:
 
     def _logprobs(self, hidden: torch.Tensor, response_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _, head = _decoder_and_head(self.model)
-        logits = head(hidden).float() / self.generation.temperature
+        logits = head(hidden).float() / self.generation.sampling_temperature
         logp_all = logits.log_softmax(-1)
         logprobs = torch.gather(logp_all, 2, response_ids.unsqueeze(-1)).squeeze(-1)
         entropy = -(logp_all.exp() * logp_all).sum(-1)
@@ -263,7 +263,7 @@ class PPOTrainer:
 
     # ----- saving and resuming --------------------------------------------------------------------
     def save(self, path: str | Path, base_source: str) -> None:
-        from hardcse.generator.model import save_generator
+        from hardcse.art.generator.model import save_generator
 
         path = Path(path)
         save_generator(self.model, base_source, path)

@@ -1,8 +1,7 @@
-"""PNG plots of training curves."""
+"""PNG plots of ART's PPO curves."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -10,6 +9,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from hardcse.data.jsonl import read_jsonl  # noqa: E402
 
 PPO_CURVES = [
     ("reward", "mean reward"),
@@ -21,10 +22,6 @@ PPO_CURVES = [
     ("clipfrac", "clip fraction"),
     ("value_loss", "value loss"),
 ]
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def plot_ppo_log(log_path: str | Path, png_path: str | Path) -> Path:

@@ -13,7 +13,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from hardcse.config import GeneratorConfig
+from hardcse.art.config import GeneratorConfig
 from hardcse.errors import HardcseError
 from hardcse.resources import resolve_model
 

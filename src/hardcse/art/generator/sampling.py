@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from hardcse.config import GeneratorConfig
+from hardcse.art.config import GeneratorConfig
 
 
 @dataclass
@@ -58,7 +58,7 @@ def sample(
     out = model.generate(
         **encoded,
         do_sample=True,
-        temperature=config.temperature,
+        temperature=config.sampling_temperature,
         top_k=config.top_k,
         top_p=config.top_p,
         max_new_tokens=config.max_new_tokens,
@@ -76,7 +76,7 @@ def sample(
     )
     samples = Samples(encoded["input_ids"], encoded["attention_mask"], response_ids, mask, texts)
     if with_rollout_stats:
-        logits = torch.stack(out.logits, dim=1).float() / config.temperature  # (B, T, V)
+        logits = torch.stack(out.logits, dim=1).float() / config.sampling_temperature  # (B, T, V)
         samples.logprobs = torch.gather(logits.log_softmax(-1), 2, response_ids.unsqueeze(-1)).squeeze(-1)
         # hidden_states[t][-1] is the last layer at step t: the whole prompt at t = 0, one position later.
         samples.hidden = torch.stack([step[-1][:, -1, :] for step in out.hidden_states], dim=1)

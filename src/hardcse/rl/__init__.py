@@ -1,1 +1,0 @@
-"""Reinforcement tuning of the generator: the dual reward and PPO."""
