@@ -19,7 +19,7 @@ install: $(STAMP)
 
 # The main job: one ART round on the bundled models (~12 min on 2 cores), a new run folder each time.
 demo: install
-	$(VENV)/bin/hardcse art run --config configs/quickstart.yaml --name quickstart-$$(date +%Y%m%d-%H%M%S)
+	$(VENV)/bin/hardcse art run --config configs/quickstart.yaml --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks

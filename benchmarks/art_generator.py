@@ -47,13 +47,13 @@ def main() -> None:
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     config = ["--config", args.config]
-    tune = ["tune-generator", *config, "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16", *args.overrides]
+    tune = ["art", "tune", *config, "--out", str(out / "tune"), "ppo.steps=30", "ppo.batch_size=16", *args.overrides]
     gen = [*config, "--anchors", "held-out", "--limit", str(args.anchors)]
-    temperature = f"generator.temperature={args.synthesis_temperature}"
+    temperature = f"generator.sampling_temperature={args.synthesis_temperature}"
     commands = {
         "tune": tune,
-        "raw": ["generate", *gen, "--generator", "bundled:smollm2-135m", "--out", str(out / "raw"), temperature],
-        "tuned": ["generate", *gen, "--generator", str(out / "tune" / "generator"), "--out", str(out / "tuned")]
+        "raw": ["art", "generate", *gen, "--generator", "bundled:smollm2-135m", "--out", str(out / "raw"), temperature],
+        "tuned": ["art", "generate", *gen, "--generator", str(out / "tune" / "generator"), "--out", str(out / "tuned")]
         + [temperature],
     }
     seconds = {name: run(command) for name, command in commands.items()}

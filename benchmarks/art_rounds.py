@@ -3,8 +3,8 @@
     python benchmarks/art_rounds.py [--runs-dir runs] [--skip-runs]
 
 Runs (or, with --skip-runs, reads finished run folders of) these commands:
-    hardcse art run --config configs/cpu-full.yaml --name cpu-full
-    hardcse art run --config configs/baseline-raw-llm.yaml --name baseline-raw-llm
+    hardcse art run --config configs/cpu-full.yaml --out runs/cpu-full
+    hardcse art run --config configs/baseline-raw-llm.yaml --out runs/baseline-raw-llm
 then writes benchmarks/results/art_rounds.md (the side-by-side table, both reports, wall time per run) and
 copies the plots to benchmarks/results/art_rounds/. Needs runs/nli-minilm and runs/nli-judge (see cpu-full.yaml).
 """
@@ -37,7 +37,7 @@ def main() -> None:
     for name, config in RUNS.items():
         if not args.skip_runs:
             resume = ["--resume"] if (runs_dir / name / "config.yaml").is_file() else []
-            code = hardcse(["art", "run", "--config", config, "--name", name, "--runs-dir", str(runs_dir), *resume])
+            code = hardcse(["art", "run", "--config", config, "--out", str(runs_dir / name), *resume])
             if code:
                 sys.exit(code)
     folders = [runs_dir / name for name in RUNS]
@@ -49,7 +49,7 @@ def main() -> None:
         "Commands:",
         "",
         "```",
-        *(f"hardcse art run --config {config} --name {name}" for name, config in RUNS.items()),
+        *(f"hardcse art run --config {config} --out runs/{name}" for name, config in RUNS.items()),
         "python benchmarks/art_rounds.py --skip-runs   # this file",
         "```",
         "",

@@ -40,13 +40,11 @@ def main() -> None:
         shutil.rmtree(folder, ignore_errors=True)
         start = time.perf_counter()
         config = f"configs/datacube-{name}.yaml"
-        if hardcse(["curriculum", "plan", "--config", config, "--out", str(folder / "plan"), *args.overrides]):
-            raise SystemExit(f"plan failed for {name}")
-        if hardcse(["curriculum", "train", "--plan", str(folder / "plan"), "--out", str(folder / "encoder")]):
-            raise SystemExit(f"training failed for {name}")
+        if hardcse(["datacube", "train", "--config", config, "--out", str(folder), *args.overrides]):
+            raise SystemExit(f"Data-CUBE failed for {name}")
         minutes = (time.perf_counter() - start) / 60
-        ev = json.loads((folder / "encoder" / "eval.json").read_text())
-        training = json.loads((folder / "encoder" / "training.json").read_text())
+        ev = json.loads((folder / "eval.json").read_text())
+        training = json.loads((folder / "model" / "training.json").read_text())
         plan = json.loads((folder / "plan" / "plan.json").read_text())
         rows[name] = {**ev["scores"], "avg7": ev["avg7"]}
         extra[name] = {

@@ -53,13 +53,8 @@ def run(name: str, out: Path) -> float:
     config = f"configs/diffaug-{name}.yaml"
     stage1 = out / "semi" / "stage1"
     if shares_semi_stage1(name) and (stage1 / "stage1.json").is_file():
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(stage1, folder / "stage1")
-        if load_config(DiffAugConfig, config).stages == [1]:
-            shutil.copytree(stage1, folder / "model")
-            code = hardcse(["eval", "--model", str(folder / "model"), "--out", str(folder)])
-        else:
-            code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--stage", "2"])
+        reuse = f"stage1_from={stage1}"
+        code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--overwrite", reuse])
     else:
         code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--overwrite"])
     if code:

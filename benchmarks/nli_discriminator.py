@@ -16,8 +16,8 @@ import torch
 
 from hardcse.config import config_to_dict, load_config
 from hardcse.data.nli import read_nli_files
-from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli, train_nli
-from hardcse.discriminator.train import NLITrainConfig
+from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
+from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.logs import setup_logging
 from hardcse.report.tables import nli_table_markdown
 
@@ -37,7 +37,8 @@ def main() -> None:
         discriminator = NLIDiscriminator.load(args.out)
     else:
         start = time.perf_counter()
-        discriminator = train_nli(config, args.out)
+        nli_run(config, args.out, evaluate=False, overwrite=True)
+        discriminator = NLIDiscriminator.load(args.out)
         train_seconds = time.perf_counter() - start
     results = evaluate_nli(discriminator)
     pairs = read_nli_files(["nli/SNLI/test.tsv"])

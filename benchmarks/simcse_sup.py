@@ -29,8 +29,8 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     triplets = out / "snli_dev_triplets.csv"
     commands = [
-        ["nli-triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)],
-        ["train-encoder", "--model", "bundled:minilm-l6", "--data", str(triplets), "--mode", "sup"]
+        ["nli", "triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)],
+        ["simcse", "train", "--config", "configs/simcse-sup.yaml", "--data", str(triplets)]
         + ["--out", str(out / "encoder"), *args.overrides],
     ]
     start = time.perf_counter()
@@ -38,8 +38,11 @@ def main() -> None:
         if hardcse(command) != 0:
             sys.exit(f"failed: hardcse {' '.join(command)}")
     seconds = time.perf_counter() - start
-    result = json.loads((out / "encoder" / "eval_before_after.json").read_text())
-    training = json.loads((out / "encoder" / "training.json").read_text())
+    result = {
+        "before": json.loads((out / "encoder" / "eval_before.json").read_text()),
+        "after": json.loads((out / "encoder" / "eval.json").read_text()),
+    }
+    training = json.loads((out / "encoder" / "model" / "training.json").read_text())
     n_triplets = sum(1 for _ in triplets.open()) - 1
     record = {
         "command": "python " + " ".join(sys.argv),

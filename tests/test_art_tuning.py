@@ -1,4 +1,4 @@
-"""tune-generator, resume, generate and judge, end to end on tiny random models."""
+"""art tune, resume, generate and judge, end to end on tiny random models."""
 
 import json
 
@@ -9,7 +9,7 @@ from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
 from hardcse.art.judge import judge_records, judge_table_markdown
 from hardcse.art.reward import DualReward
 from hardcse.art.synthesis import synthesize
-from hardcse.art.tuning import tune_generator
+from hardcse.art.tuning import tune_generator, tune_run
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
@@ -45,23 +45,26 @@ def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir,
     ]
     config = load_config(TuneConfig, overrides=overrides)
     run = tmp_path / "tune"
-    final = tune_generator(config, run)
-    log = read_jsonl(run / "ppo_log.jsonl")
+    final = tune_run(config, run)
+    assert final == run / "generator" and not (run / "ppo").exists()
+    log = read_jsonl(final / "ppo_log.jsonl")
     assert [r["step"] for r in log] == [1, 2]
     assert {"reward", "r1", "r2", "kl", "entropy", "clipfrac", "value_loss", "parse_failure_rate"} <= set(log[0])
     assert {"generation_s", "scoring_s", "reference_s", "optimisation_s"} <= set(log[0])
-    assert (run / "ppo_curves.png").stat().st_size > 1000 and (final / "generator.json").is_file()
+    assert (final / "ppo_curves.png").stat().st_size > 1000 and (final / "generator.json").is_file()
     with pytest.raises(HardcseError, match="--resume"):
-        tune_generator(config, run)
+        tune_run(config, run)
 
-    # resume: two more steps continue the log instead of restarting it
+    # the work folder's checkpoint continues: two more steps extend the log instead of restarting it
+    work = tmp_path / "work"
+    tune_generator(config, work, tmp_path / "g2")
     more = load_config(TuneConfig, overrides=[*overrides, "ppo.steps=4"])
-    tune_generator(more, run, resume=True)
-    assert [r["step"] for r in read_jsonl(run / "ppo_log.jsonl")] == [1, 2, 3, 4]
+    tune_generator(more, work, tmp_path / "g4")
+    assert [r["step"] for r in read_jsonl(tmp_path / "g4" / "ppo_log.jsonl")] == [1, 2, 3, 4]
 
     # tuning can start from a tuned generator; the new folder still names the raw base model
     again = load_config(TuneConfig, overrides=[*overrides, f"generator.model={final}", "ppo.steps=1"])
-    second = tune_generator(again, tmp_path / "tune2")
+    second = tune_run(again, tmp_path / "tune2")
     assert json.loads((second / "generator.json").read_text())["base_model"] == str(tiny_lm_dir)
 
     split = split_anchors(config.anchors)

@@ -28,15 +28,14 @@ def test_eval_matches_an_independent_evaluation(tmp_path, capsys):
 
 def test_train_encoder_sup_from_nli_triplets(tmp_path):
     triplets = tmp_path / "snli_dev.csv"
-    assert main(["nli-triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)]) == 0
+    assert main(["nli", "triplets", "--nli", "nli/SNLI/dev.tsv", "--out", str(triplets)]) == 0
     out = tmp_path / "encoder"
-    args = ["train-encoder", "--model", BUNDLED_ENCODER, "--data", str(triplets), "--mode", "sup"]
-    args += ["--out", str(out), "--eval-tasks", "STS-B-dev", "max_steps=2", "eval_steps=2", "batch_size=8"]
+    args = ["simcse", "train", "--config", "configs/simcse-sup.yaml", "--data", str(triplets), "--out", str(out)]
+    args += ["eval_tasks=[STS-B-dev]", "training.max_steps=2", "training.eval_steps=2", "training.batch_size=8"]
     assert main(args) == 0
-    result = json.loads((out / "eval_before_after.json").read_text())
-    assert set(result) == {"before", "after"}
-    assert abs(result["after"]["scores"]["STS-B-dev"] - result["before"]["scores"]["STS-B-dev"]) < 5
-    assert SentenceTransformer(str(out)).encode(["It loads."]).shape == (1, 384)
+    before, after = (json.loads((out / name).read_text()) for name in ("eval_before.json", "eval.json"))
+    assert abs(after["scores"]["STS-B-dev"] - before["scores"]["STS-B-dev"]) < 5
+    assert SentenceTransformer(str(out / "model")).encode(["It loads."]).shape == (1, 384)
     assert main(args) == 2  # refuses to overwrite a finished run
 
 
@@ -45,8 +44,9 @@ def test_train_nli_on_the_bundled_encoder(tmp_path):
     rows = ["premise\thypothesis\tlabel", "A dog runs.\tAn animal moves.\tentailment", "A dog.\tA cat.\tcontradiction"]
     dev.write_text("\n".join(rows) + "\n")
     out = tmp_path / "nli"
-    args = ["train-nli", "--model", BUNDLED_ENCODER, "--out", str(out), "--no-eval"]
-    assert main(args + ["max_examples=64", "batch_size=16", "eval_steps=4", f"dev_files=[{dev}]"]) == 0
+    args = ["nli", "train", "--config", "configs/nli-discriminator.yaml", "--out", str(out), "--no-eval"]
+    small = ["max_examples=64", "training.batch_size=16", "training.eval_steps=4", f"dev_files=[{dev}]"]
+    assert main(args + small) == 0
     probs = NLIDiscriminator.load(str(out)).predict_proba(["A dog runs."], ["An animal moves."])
     assert probs.shape == (1, 3) and probs.sum() == pytest.approx(1, abs=1e-5)
 
@@ -71,9 +71,13 @@ def test_bundled_generator_is_converted_once_then_loads_fast(tmp_path, monkeypat
 
 def test_user_mistakes_get_one_line_errors(capsys, tmp_path):
     assert main(["eval", "--model", "nobody/nothing"]) == 2
-    assert main(["train-encoder", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o"), "--no-eval"]) == 2
+    missing = ["simcse", "train", "--config", "configs/simcse-sup.yaml", "--data", str(tmp_path / "none.csv")]
+    assert main([*missing, "--out", str(tmp_path / "o")]) == 2
+    assert main(["simcse", "train", "--config", "configs/simcse-sup.yaml", "--out", str(tmp_path / "o")]) == 2
+    assert main(["art", "run", "--config", "configs/smoke.yaml", "--out", str(tmp_path / "o"), "ppo.steps=0"]) == 2
     err = capsys.readouterr().err
-    assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err
+    assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err and "give --data" in err
+    assert "ppo.steps: 0 must be a finite number greater than 0" in err
     assert not (tmp_path / "o").exists()  # nothing written before the input was checked
     assert "Traceback" not in err
 
@@ -95,7 +99,7 @@ def test_eval_on_a_user_pair_file(tmp_path, capsys):
 def test_art_smoke_run_on_the_bundled_models(tmp_path, capsys):
     """configs/smoke.yaml: discriminator training, round 0, PPO, synthesis, filter, SimCSE, eval, report."""
     smoke = Path(__file__).parents[1] / "configs" / "smoke.yaml"
-    args = ["art", "run", "--config", str(smoke), "--name", "smoke", "--runs-dir", str(tmp_path)]
+    args = ["art", "run", "--config", str(smoke), "--out", str(tmp_path / "smoke")]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "| round_0 | 82.03 | 86.72 |" in out and "| round_1 |" in out  # STS-B, STS-B dev of the bundled encoder
@@ -113,7 +117,7 @@ def test_diffaug_both_stages_on_the_bundled_encoder(tmp_path, capsys):
     the STS-B dev evaluation, and the saved model loads with its prefixes through plain sentence-transformers."""
     out = tmp_path / "diffaug"
     small = ["stage1.steps=2", "stage1.batch_size=8", "stage1.diagnostics_every=1", "stage1.probe_pairs=16"]
-    small += ["stage2.max_steps=2", "stage2.batch_size=8", "stage2.eval_steps=2", "eval_tasks=[STS-B-dev]"]
+    small += ["training.max_steps=2", "training.batch_size=8", "training.eval_steps=2", "eval_tasks=[STS-B-dev]"]
     assert main(["diffaug", "train", "--config", "configs/diffaug-semi.yaml", "--out", str(out), *small]) == 0
     assert "| STS-B-dev |" in capsys.readouterr().out
     dev = json.loads((out / "eval.json").read_text())["scores"]["STS-B-dev"]

@@ -16,7 +16,7 @@ from hardcse.art.ppo import (
     kl_shaped_rewards,
 )
 
-GEN = GeneratorConfig(max_new_tokens=3, temperature=1.0, lora_target_modules=["q_proj", "v_proj"])
+GEN = GeneratorConfig(max_new_tokens=3, sampling_temperature=1.0, lora_target_modules=["q_proj", "v_proj"])
 
 
 def test_gae_by_hand():
