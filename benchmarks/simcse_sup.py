@@ -74,7 +74,7 @@ def main() -> None:
             sts_table_markdown(rows),
             "",
             "STS-B dev during training: "
-            + ", ".join(f"step {h['step']}: {h['sts_dev']:.2f}" for h in training["dev_history"]),
+            + ", ".join(f"step {h['step']}: {h['dev']:.2f}" for h in training["dev_history"]),
             "",
         ]
     )

@@ -184,3 +184,14 @@ def test_a_config_inherits_its_base_key_by_key(tmp_path):
     (tmp_path / "base.yaml").write_text("base: child.yaml\n")
     with pytest.raises(HardcseError, match="cycle"):
         load_config(ArtRunConfig, tmp_path / "child.yaml")
+
+
+def test_the_command_parser_imports_no_model_library():
+    """`hardcse --help` stays fast: building the parser imports neither torch nor sentence-transformers."""
+    import subprocess
+    import sys
+
+    code = "import sys; from hardcse.cli import build_parser; build_parser(); "
+    code += "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -138,3 +138,13 @@ def resolve_model(source: str) -> Path:
     if source.count("/") == 1 and not source.startswith((".", "/", "~")):
         return hub_model_dir(source)
     raise HardcseError(f"model {source!r}: no such folder, and not a hub id (owner/name)")
+
+
+def check_model_sources(sources: dict[str, str | None]) -> None:
+    """Every model source (config key -> source; None: not used) resolves, or an error names the key."""
+    for key, source in sources.items():
+        if source is not None:
+            try:
+                resolve_model(source)
+            except HardcseError as e:
+                raise HardcseError(f"{key}: {e}") from None

@@ -256,7 +256,7 @@ def build_report(run_dir: str | Path) -> str:
     if config["discriminator"] == TRAIN_IN_RUN:
         training = config["discriminator_training"]
         pairs = training["max_examples"] or "all"
-        discriminator = f"trained in the run (`discriminator/`: `{training['model']}`, {pairs} NLI pairs)"
+        discriminator = f"trained in the run (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
     out = [
         f"# ART run `{run_dir.name}`",
         "",

@@ -33,8 +33,8 @@ from hardcse.discriminator.train import train_nli
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.errors import HardcseError
-from hardcse.evaluation.sts import sts_record
-from hardcse.resources import resolve_model
+from hardcse.evaluation.sts import sts_record, write_sts_eval
+from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
@@ -77,12 +77,7 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
     if config.discriminator != TRAIN_IN_RUN:
         sources["discriminator"] = config.discriminator
-    for key, source in sources.items():
-        if source is not None:
-            try:
-                resolve_model(source)
-            except HardcseError as e:
-                raise HardcseError(f"{key}: {e}") from None
+    check_model_sources(sources)
     return round_anchors(split_anchors(config.anchors).train, config)
 
 
@@ -249,7 +244,7 @@ def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[st
         }
         write_json_atomic(out, record)
         return
-    write_json_atomic(out, sts_record(load_encoder(str(encoder_dir)), str(encoder_dir), tasks))
+    write_sts_eval(out, str(encoder_dir), tasks)
 
 
 def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:

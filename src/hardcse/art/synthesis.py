@@ -135,6 +135,7 @@ def synthesis_run(
     from hardcse.data.corpus import read_sentences
     from hardcse.discriminator.nli import load_discriminator
     from hardcse.encoder.build import load_encoder
+    from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
     texts = (
@@ -142,6 +143,7 @@ def synthesis_run(
     )
     texts = texts[:limit] if limit else texts
     source = generator or config.generator.model
+    check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:
         run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
 

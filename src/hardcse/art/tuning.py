@@ -110,8 +110,12 @@ def tune_generator(
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
     """``hardcse art tune`` as a run folder: PPO works in ``ppo/`` (checkpoints; a killed run resumes from the
     last) and the tuned generator lands in ``generator/`` with its PPO log and curves. Returns ``generator/``."""
+    from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
+    check_model_sources(
+        {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
+    )
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune") as run:
         final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "ppo", partial))
         shutil.rmtree(run.dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/

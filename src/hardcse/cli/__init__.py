@@ -37,7 +37,14 @@ def _quiet_libraries() -> None:
 def main(argv: list[str] | None = None) -> int:
     from hardcse.logs import setup_logging
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # key=value overrides may stand anywhere among the flags (argparse takes positionals in one run only)
+    args, rest = parser.parse_known_args(argv)
+    stray = [a for a in rest if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if rest:
+        args.overrides = [*args.overrides, *rest]
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
     try:

@@ -6,12 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from hardcse.cli.common import add_run_flags, add_skip_bad_rows, on_error, run_config
+from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("art", help="ART: adaptive rounds of RL-tuned synthesis and SimCSE (run), or each stage")
-    commands = group.add_subparsers(dest="art_command", required=True, metavar="COMMAND")
+    commands = add_group(sub, "art", "ART: adaptive rounds of RL-tuned synthesis and SimCSE (run), or each stage")
 
     p = commands.add_parser("run", help="round 0 eval, then rounds of PPO -> synthesis -> filter -> SimCSE -> eval")
     add_run_flags(p, "ArtRunConfig keys: configs/quickstart.yaml, configs/cpu-full.yaml, ...", "rounds=1 ppo.steps=10")

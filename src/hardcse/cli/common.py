@@ -9,6 +9,12 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+def add_group(sub: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
+    """A command group (``hardcse NAME COMMAND``) and the sub-parsers of its commands."""
+    group = sub.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+
+
 def add_run_flags(parser: argparse.ArgumentParser, config_help: str, overrides_example: str) -> None:
     """--config, --out, --resume, --overwrite and key=value overrides: the flags of every long command."""
     parser.add_argument("--config", help=f"YAML config ({config_help}); with --resume: the folder's config.yaml")

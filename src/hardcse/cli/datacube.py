@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardcse.cli.common import add_run_flags, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_flags, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("datacube", help="Data-CUBE: task and instance curriculum for multi-task training")
-    commands = group.add_subparsers(dest="datacube_command", required=True, metavar="COMMAND")
+    commands = add_group(sub, "datacube", "Data-CUBE: task and instance curriculum for multi-task training")
     p = commands.add_parser("plan", help="task vectors, annealed task order, instance difficulties -> OUT/plan/")
     add_run_flags(p, "CurriculumConfig keys: configs/datacube-*.yaml", "max_per_task=200 task_order=random")
     p.set_defaults(func=plan)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hardcse.cli.common import add_run_flags, add_skip_bad_rows, on_error, run_config
+from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("nli", help="the NLI discriminator (train, eval) and NLI triplets")
-    commands = group.add_subparsers(dest="nli_command", required=True, metavar="COMMAND")
+    commands = add_group(sub, "nli", "the NLI discriminator (train, eval) and NLI triplets")
 
     p = commands.add_parser("train", help="train the 3-way NLI discriminator (cross-encoder + MLP head)")
     add_run_flags(p, "NLITrainConfig keys: configs/nli-discriminator.yaml", "training.epochs=2")

@@ -6,12 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from hardcse.cli.common import add_run_flags, add_skip_bad_rows, on_error, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("simcse", help="SimCSE: train an encoder on triplets (sup) or sentences (unsup)")
-    commands = group.add_subparsers(dest="simcse_command", required=True, metavar="COMMAND")
+    commands = add_group(sub, "simcse", "SimCSE: train an encoder on triplets (sup) or sentences (unsup)")
     p = commands.add_parser("train", help="train with SimCSE; STS before and after; the model in OUT/model")
     p.add_argument("--data", help="sup: triplet CSV (sent0,sent1,hard_neg); unsup: one sentence a line")
     add_run_flags(p, "SimCSEConfig keys: configs/simcse-sup.yaml", "mode=unsup training.batch_size=32")

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hardcse.atomic import write_json_atomic
 from hardcse.curriculum.config import CurriculumConfig
 from hardcse.curriculum.plan import Plan, build_plan, load_plan, save_plan
 from hardcse.curriculum.train import train_from_plan
-from hardcse.encoder.build import load_encoder
-from hardcse.evaluation.sts import sts_record
+from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import resolve_model
 from hardcse.run_folder import RunFolder
 
@@ -38,12 +36,6 @@ def datacube_run(
         plan: Plan = load_plan(plan_dir)
         model_dir = run.stage("model", "model", lambda partial: train_from_plan(plan, partial), keep_partial=True)
         if config.eval_tasks:
-            run.stage(
-                "eval",
-                "eval.json",
-                lambda partial: write_json_atomic(
-                    partial, sts_record(load_encoder(str(model_dir)), str(model_dir), config.eval_tasks)
-                ),
-            )
+            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))
         run.finish()
         return run

@@ -12,12 +12,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hardcse.atomic import write_json_atomic
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.train import run_stage1, run_stage2, stage1_folder
-from hardcse.encoder.build import load_encoder
-from hardcse.evaluation.sts import sts_record
+from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import resolve_model
 from hardcse.run_folder import RunFolder
 
@@ -41,12 +39,6 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
         else:  # prefix-tuning only: stage 1's encoder is the result
             model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))
         if config.eval_tasks:
-            run.stage(
-                "eval",
-                "eval.json",
-                lambda partial: write_json_atomic(
-                    partial, sts_record(load_encoder(str(model)), str(model), config.eval_tasks)
-                ),
-            )
+            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model), config.eval_tasks))
         run.finish()
     return model

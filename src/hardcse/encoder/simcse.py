@@ -120,7 +120,7 @@ def simcse_run(
     best on STS-B dev, with ``training.json``), ``eval.json``. Returns the STS records {"before", "after"}."""
     from hardcse.atomic import write_json_atomic
     from hardcse.encoder.build import load_encoder
-    from hardcse.evaluation.sts import sts_record
+    from hardcse.evaluation.sts import sts_record, write_sts_eval
     from hardcse.resources import resolve_model
     from hardcse.run_folder import RunFolder
 
@@ -150,11 +150,7 @@ def simcse_run(
         )
         if config.eval_tasks:
             after = run.stage(
-                "eval",
-                "eval.json",
-                lambda partial: write_json_atomic(
-                    partial, sts_record(load_encoder(str(model_dir)), str(model_dir), config.eval_tasks)
-                ),
+                "eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks)
             )
             records["after"] = json.loads(after.read_text(encoding="utf-8"))
         run.finish()

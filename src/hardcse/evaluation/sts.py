@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -80,6 +81,16 @@ def evaluate_sts(
 def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:
     """What hardcse writes to ``eval.json``: the model's name, the scores by task, avg7, timing."""
     return {"model": source, **evaluate_sts(model, tasks).to_dict()}
+
+
+def write_sts_eval(path: str | Path, model_source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:
+    """Evaluate the encoder at ``model_source`` and write its record to ``path`` (JSON, atomically)."""
+    from hardcse.atomic import write_json_atomic
+    from hardcse.encoder.build import load_encoder
+
+    record = sts_record(load_encoder(model_source), model_source, tasks)
+    write_json_atomic(path, record)
+    return record
 
 
 def sts_rows(records: dict[str, dict]) -> dict[str, dict[str, float]]:
