@@ -6,27 +6,42 @@ import argparse
 import json
 from pathlib import Path
 
-from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, run_config
+from hardcse.cli.common import add_group, add_run_command, add_skip_bad_rows, on_error, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = add_group(sub, "art", "ART: adaptive rounds of RL-tuned synthesis and SimCSE (run), or each stage")
 
-    p = commands.add_parser("run", help="round 0 eval, then rounds of PPO -> synthesis -> filter -> SimCSE -> eval")
-    add_run_flags(p, "ArtRunConfig keys: configs/quickstart.yaml, configs/cpu-full.yaml, ...", "rounds=1 ppo.steps=10")
-    p.set_defaults(func=run)
+    add_run_command(
+        commands,
+        "run",
+        "round 0 eval, then rounds of PPO -> synthesis -> filter -> SimCSE -> eval",
+        run,
+        "ArtRunConfig keys: configs/quickstart.yaml, configs/cpu-full.yaml, ...",
+        "rounds=1 ppo.steps=10",
+    )
 
-    p = commands.add_parser("tune", help="tune the generator with PPO against the dual reward")
-    add_run_flags(p, "TuneConfig keys: configs/tune-cpu.yaml", "ppo.steps=30 reward.omega=0.6")
-    p.set_defaults(func=tune)
+    add_run_command(
+        commands,
+        "tune",
+        "tune the generator with PPO against the dual reward",
+        tune,
+        "TuneConfig keys: configs/tune-cpu.yaml",
+        "ppo.steps=30 reward.omega=0.6",
+    )
 
-    p = commands.add_parser("generate", help="a positive and a negative per anchor, NLI-filtered, as SimCSE CSV")
+    p = add_run_command(
+        commands,
+        "generate",
+        "a positive and a negative per anchor, NLI-filtered, as SimCSE CSV",
+        generate,
+        "TuneConfig keys: generator sampling, encoder, discriminator, filter",
+        "filter.min_entailment=0.6",
+    )
     p.add_argument("--generator", help="a raw LM source or a tuned generator folder (default: generator.model)")
     p.add_argument("--anchors", default="held-out", help="'held-out' (the anchor split kept from tuning) or a file")
     p.add_argument("--limit", type=int, help="use the first N anchors")
-    add_run_flags(p, "TuneConfig keys: generator sampling, encoder, discriminator, filter", "filter.min_entailment=0.6")
     add_skip_bad_rows(p)
-    p.set_defaults(func=generate)
 
     p = commands.add_parser("judge", help="judged accuracy, cosines and examples of synthetic.jsonl files")
     p.add_argument("--synthetic", nargs="+", required=True, help="synthetic.jsonl files from `hardcse art generate`")

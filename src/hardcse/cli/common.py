@@ -15,6 +15,16 @@ def add_group(sub: argparse._SubParsersAction, name: str, help: str) -> argparse
     return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
+def add_run_command(
+    commands: argparse._SubParsersAction, name: str, help: str, func: object, config_help: str, example: str
+) -> argparse.ArgumentParser:
+    """A long command: its parser with the run-folder flags, handled by ``func``."""
+    parser = commands.add_parser(name, help=help)
+    add_run_flags(parser, config_help, example)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def add_run_flags(parser: argparse.ArgumentParser, config_help: str, overrides_example: str) -> None:
     """--config, --out, --resume, --overwrite and key=value overrides: the flags of every long command."""
     parser.add_argument("--config", help=f"YAML config ({config_help}); with --resume: the folder's config.yaml")

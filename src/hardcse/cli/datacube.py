@@ -5,17 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardcse.cli.common import add_group, add_run_flags, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_command, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = add_group(sub, "datacube", "Data-CUBE: task and instance curriculum for multi-task training")
-    p = commands.add_parser("plan", help="task vectors, annealed task order, instance difficulties -> OUT/plan/")
-    add_run_flags(p, "CurriculumConfig keys: configs/datacube-*.yaml", "max_per_task=200 task_order=random")
-    p.set_defaults(func=plan)
-    p = commands.add_parser("train", help="plan (unless the folder has one), train in the plan's order, STS suite")
-    add_run_flags(p, "CurriculumConfig keys: configs/datacube-*.yaml", "max_per_task=200 task_order=random")
-    p.set_defaults(func=train)
+    add_run_command(
+        commands,
+        "plan",
+        "task vectors, annealed task order, instance difficulties -> OUT/plan/",
+        plan,
+        "CurriculumConfig keys: configs/datacube-*.yaml",
+        "max_per_task=200 task_order=random",
+    )
+    add_run_command(
+        commands,
+        "train",
+        "plan (unless the folder has one), train in the plan's order, STS suite",
+        train,
+        "CurriculumConfig keys: configs/datacube-*.yaml",
+        "max_per_task=200 task_order=random",
+    )
 
 
 def plan(args: argparse.Namespace) -> None:

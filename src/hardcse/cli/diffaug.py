@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardcse.cli.common import add_group, add_run_flags, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_command, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = add_group(sub, "diffaug", "DiffAug: two learned prefixes as augmentation, trained in two stages")
-    p = commands.add_parser("train", help="stage 1 (prefix-tuning), stage 2 (joint SimCSE), then the STS suite")
-    add_run_flags(p, "DiffAugConfig keys: configs/diffaug-*.yaml", "stage1.steps=300 training.max_steps=200")
-    p.set_defaults(func=train)
+    add_run_command(
+        commands,
+        "train",
+        "stage 1 (prefix-tuning), stage 2 (joint SimCSE), then the STS suite",
+        train,
+        "DiffAugConfig keys: configs/diffaug-*.yaml",
+        "stage1.steps=300 training.max_steps=200",
+    )
 
 
 def train(args: argparse.Namespace) -> None:

@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, run_config
+from hardcse.cli.common import add_group, add_run_command, add_skip_bad_rows, on_error, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = add_group(sub, "nli", "the NLI discriminator (train, eval) and NLI triplets")
 
-    p = commands.add_parser("train", help="train the 3-way NLI discriminator (cross-encoder + MLP head)")
-    add_run_flags(p, "NLITrainConfig keys: configs/nli-discriminator.yaml", "training.epochs=2")
+    p = add_run_command(
+        commands,
+        "train",
+        "train the 3-way NLI discriminator (cross-encoder + MLP head)",
+        train,
+        "NLITrainConfig keys: configs/nli-discriminator.yaml",
+        "training.epochs=2",
+    )
     p.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation")
-    p.set_defaults(func=train)
 
     p = commands.add_parser("eval", help="accuracy and per-class F1 on the held-out NLI sets")
     p.add_argument("--model", required=True, help="a folder from `hardcse nli train`, or any 3-way NLI cross-encoder")

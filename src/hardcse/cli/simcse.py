@@ -6,16 +6,21 @@ import argparse
 import json
 from pathlib import Path
 
-from hardcse.cli.common import add_group, add_run_flags, add_skip_bad_rows, on_error, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_command, add_skip_bad_rows, on_error, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     commands = add_group(sub, "simcse", "SimCSE: train an encoder on triplets (sup) or sentences (unsup)")
-    p = commands.add_parser("train", help="train with SimCSE; STS before and after; the model in OUT/model")
+    p = add_run_command(
+        commands,
+        "train",
+        "train with SimCSE; STS before and after; the model in OUT/model",
+        train,
+        "SimCSEConfig keys: configs/simcse-sup.yaml",
+        "mode=unsup training.batch_size=32",
+    )
     p.add_argument("--data", help="sup: triplet CSV (sent0,sent1,hard_neg); unsup: one sentence a line")
-    add_run_flags(p, "SimCSEConfig keys: configs/simcse-sup.yaml", "mode=unsup training.batch_size=32")
     add_skip_bad_rows(p)
-    p.set_defaults(func=train)
 
 
 def train(args: argparse.Namespace) -> None:
