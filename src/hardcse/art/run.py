@@ -1,4 +1,4 @@
-"""``hardcse art run``: ART's adaptive rounds (Algorithm 1 of the paper) as one resumable run folder.
+"""``hardcse art run``: ART's adaptive rounds as one resumable run folder.
 
     round_0/eval.json                      the starting encoder on the STS tasks
     round_r/generator/                     PPO-tuned LoRA adapter + ppo_log.jsonl (difficulty by encoder r-1)

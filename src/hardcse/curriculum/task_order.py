@@ -1,7 +1,7 @@
 """Data-CUBE's task curriculum: a cyclic task order that keeps similar tasks next to each other.
 
 The order maximises the tour similarity S(o) = sum_i sim(o_i, o_{i+1}) (indices mod m), a travelling-salesman
-problem on task similarities, solved by simulated annealing as in the paper's Algorithm 1: start from a random
+problem on task similarities, solved by simulated annealing as in the paper: start from a random
 order; each iteration swaps two random positions; a swap that raises S is kept, one that lowers it is kept with
 probability exp(-|Delta| / T); T <- cooling * T after every iteration. The best tour seen is returned, so the
 result is never worse than the start.
@@ -52,7 +52,7 @@ def anneal_task_order(
     cooling: float = 0.99999,
     seed: int = 42,
 ) -> AnnealResult:
-    """Algorithm 1's annealing over a symmetric similarity matrix; returns the best tour seen."""
+    """The paper's simulated annealing over a symmetric similarity matrix; returns the best tour seen."""
     m = similarity.shape[0]
     rng = random.Random(seed)
     order = list(range(m))

@@ -1,6 +1,6 @@
 """Data-CUBE training: contrastive training that follows a plan batch by batch (the shared training job).
 
-The loss of a batch (one task) is the paper's in-batch contrastive loss, Eq. (1),
+The loss of a batch (one task) is the paper's in-batch contrastive loss,
     l_j = -log e^{sim(q_j, s_j+)/tau} / sum_k (e^{sim(q_j, s_k+)/tau} + e^{sim(q_j, s_k-)/tau}),   tau = 0.01,
 averaged over the rows whose mask is 1 (the instance curriculum's delta, Section 3.3); masked rows add no loss of
 their own but their positives and negatives stay in every other row's denominator. Instructions are part of the

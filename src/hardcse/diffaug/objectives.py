@@ -1,8 +1,8 @@
 """DiffAug's two objectives, as sentence-transformers losses over tokenised columns.
 
-- Stage 1, :class:`PrefixPairClassificationLoss` (Eq. (3)): u = f(premise; theta_1), v = f(hypothesis; theta_2),
+- Stage 1, :class:`PrefixPairClassificationLoss` (stage-1 loss): u = f(premise; theta_1), v = f(hypothesis; theta_2),
   cross-entropy of a linear classifier on [u; v; |u - v|] (SBERT's SoftmaxLoss, with a prefix view per side).
-- Stage 2, :class:`PrefixContrastiveLoss` (Eq. (2)): the SimCSE loss with tau, the anchor through theta_1 and the
+- Stage 2, :class:`PrefixContrastiveLoss` (stage-2 loss): the SimCSE loss with tau, the anchor through theta_1 and the
   positive (and hard negative) through theta_2,
       l_i = -log e^{sim(h_i, h_i+)/tau} / sum_j (e^{sim(h_i, h_j+)/tau} [+ e^{sim(h_i, h_j-)/tau}]),
   plus ``aux_weight`` times the stage-1 cross-entropy on the NLI columns of the same rows (semi-supervised + aux).
