@@ -26,6 +26,15 @@ def test_defaults_are_the_documented_values():
     assert load_config(CurriculumConfig).training.max_seq_length == 64
 
 
+def test_a_partial_block_keeps_the_methods_own_defaults(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("discriminator_training:\n  training:\n    eval_steps: 7\n")
+    nli = load_config(ArtRunConfig, path).discriminator_training.training
+    assert (nli.eval_steps, nli.batch_size, nli.learning_rate, nli.warmup_ratio) == (7, 32, 5e-5, 0.1)
+    curriculum = load_config(CurriculumConfig, overrides=["training.batch_size=16"]).training
+    assert (curriculum.batch_size, curriculum.max_seq_length, curriculum.warmup_ratio) == (16, 64, 0.1)
+
+
 def test_yaml_then_overrides(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("training:\n  batch_size: 16\n  learning_rate: 1\n")

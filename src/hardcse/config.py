@@ -142,6 +142,13 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
     unknown = sorted(set(data) - names)
     if unknown:
         raise HardcseError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    data = dict(data)
+    for f in dataclasses.fields(cls):
+        # A partial block updates the field's own default (a method's training defaults), not the class defaults.
+        if f.name in data and isinstance(data[f.name], dict) and f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+            if dataclasses.is_dataclass(default):
+                data[f.name] = _merge(dataclasses.asdict(default), data[f.name])
     values = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
     try:
         return cls(**values)

@@ -66,8 +66,9 @@ class GeneratorConfig(Checked):
 
 @dataclass
 class RewardConfig(Checked):
-    """The dual reward r = w1*r1 + w2*r2 (ART's correctness reward r1 and difficulty reward r2). Omega and the alphas were chosen by measuring the
-    bundled models on corpus anchors: see benchmarks/results/reward_calibration.md."""
+    """The dual reward r = w1*r1 + w2*r2 (ART's correctness reward r1 and difficulty reward r2). Omega and the
+    alphas were chosen by measuring the bundled models on corpus anchors: see
+    benchmarks/results/reward_calibration.md."""
 
     w1: float = 0.5  # correctness weight (paper)
     w2: float = 0.5  # difficulty weight (paper)

@@ -3,7 +3,7 @@
 - Stage 1, prefix-tuning (the stage-1 loss): the encoder frozen; the prefixes and a classifier on [u; v; |u - v|] learn
   NLI classification, premise through prefix 1, hypothesis through prefix 2. No dev selection: the prefixes of
   the last step, or of the ``stage1.select`` rule (delta peak, kappa convergence; diagnostics.py), are kept.
-- Stage 2, joint tuning (the stage-2 SimCSE loss, + the auxiliary NLI loss): encoder + prefixes with the SimCSE loss, anchor through
+- Stage 2, joint tuning (the stage-2 SimCSE loss, + the auxiliary NLI loss): encoder + prefixes, anchor through
   prefix 1, positive (and hard negative) through prefix 2; best checkpoint on STS-B dev.
 ``method: simcse`` runs stage 2 on the same rows in the same order, with no prefixes (the two views then differ by
 dropout alone).

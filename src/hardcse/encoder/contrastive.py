@@ -1,10 +1,9 @@
 """The in-batch contrastive loss that Data-CUBE and DiffAug share (SimCSE itself uses sentence-transformers'
 ``MultipleNegativesRankingLoss``, which this function equals on the same inputs: tests/test_contrastive.py).
 
-SimCSE's supervised Eq. (5), Data-CUBE's in-batch loss and DiffAug's stage-2 loss, with the positives and hard negatives of the whole batch as
-candidates:
+SimCSE's supervised Eq. (5), Data-CUBE's in-batch loss and DiffAug's stage-2 loss, with the positives and hard
+negatives of the whole batch as candidates:
     l_i = -log e^{sim(h_i, h_i+)/tau} / sum_j (e^{sim(h_i, h_j+)/tau} [+ e^{sim(h_i, h_j-)/tau}])
-"""
 
 from __future__ import annotations
 
