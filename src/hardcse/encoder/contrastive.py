@@ -4,6 +4,7 @@
 SimCSE's supervised Eq. (5), Data-CUBE's in-batch loss and DiffAug's stage-2 loss, with the positives and hard
 negatives of the whole batch as candidates:
     l_i = -log e^{sim(h_i, h_i+)/tau} / sum_j (e^{sim(h_i, h_j+)/tau} [+ e^{sim(h_i, h_j-)/tau}])
+"""
 
 from __future__ import annotations
 
