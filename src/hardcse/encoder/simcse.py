@@ -1,6 +1,6 @@
 """SimCSE (Gao et al., 2021) on the shared training job: supervised (triplets) and unsupervised (dropout).
 
-Both are sentence-transformers' ``MultipleNegativesRankingLoss`` with scale = 1 / tau (SimCSE, Gao et al. 2021):
+Both are sentence-transformers' ``MultipleNegativesRankingLoss`` with scale = 1 / tau:
 - supervised, Eq. (5): -log e^{sim(h_i,h_i+)/tau} / sum_j (e^{sim(h_i,h_j+)/tau} + e^{sim(h_i,h_j-)/tau}),
   columns (anchor, positive, negative), in-batch negatives;
 - unsupervised, Eq. (4): each sentence is its own positive; the two encodings differ only by dropout noise.
