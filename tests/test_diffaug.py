@@ -57,6 +57,13 @@ def same_prefixes(a: SentenceTransformer, b: SentenceTransformer) -> bool:
     return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
 
 
+# The CLI tests' tiny prefixes and two stage-1 steps.
+TWO_STAGE1_STEPS = [
+    *("prefix_length=3", "prefix_hidden_size=16"),
+    *("stage1.steps=2", "stage1.batch_size=8", "stage1.probe_pairs=4"),
+]
+
+
 def tiny_config(tiny_encoder_dir, nli_file, corpus, **changes) -> DiffAugConfig:
     overrides = [
         f"encoder={tiny_encoder_dir}",
@@ -271,16 +278,7 @@ def test_cli_run_then_eval_and_refusals(tmp_path, tiny_encoder_dir, nli_file, co
     config.write_text(
         f"encoder: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\nstage2:\n  aux_weight: 1.0e-3\n"
     )
-    small = [
-        "prefix_length=3",
-        "prefix_hidden_size=16",
-        "stage1.steps=2",
-        "stage1.batch_size=8",
-        "stage1.probe_pairs=4",
-        "training.max_steps=2",
-        "training.batch_size=8",
-        "eval_tasks=[STS-B-dev]",
-    ]
+    small = [*TWO_STAGE1_STEPS, "training.max_steps=2", "training.batch_size=8", "eval_tasks=[STS-B-dev]"]
     out = tmp_path / "run"
     assert hardcse(["diffaug", "train", "--config", str(config), "--out", str(out), *small]) == 0
     assert (out / "stage1" / "classifier.safetensors").is_file() and (out / "eval.json").is_file()
@@ -325,11 +323,7 @@ def test_killed_inside_stage2_resumes_without_redoing_stage1(tmp_path, tiny_enco
     config = tmp_path / "c.yaml"
     config.write_text(f"encoder: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\n")
     small = [
-        "prefix_length=3",
-        "prefix_hidden_size=16",
-        "stage1.steps=2",
-        "stage1.batch_size=8",
-        "stage1.probe_pairs=4",
+        *TWO_STAGE1_STEPS,
         "training.max_steps=40",
         "training.batch_size=4",
         "training.eval_steps=2",

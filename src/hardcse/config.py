@@ -91,11 +91,6 @@ class Checked:
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
     origin = typing.get_origin(tp)
-    if origin is typing.Literal:
-        allowed = typing.get_args(tp)
-        if value not in allowed:
-            raise HardcseError(f"{where}: {value!r} is not one of {', '.join(map(str, allowed))}")
-        return value
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:

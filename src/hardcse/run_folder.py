@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from hardcse.atomic import write_text_atomic
+from hardcse.atomic import write_json_atomic
 from hardcse.config import config_to_dict, save_config
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
@@ -94,7 +94,7 @@ class RunFolder:
         if self.overwrite:
             for child in self.dir.iterdir():
                 if child.name != "run.lock":
-                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+                    remove(child)
         if not self.resume:
             save_config(self.config, self.dir / "config.yaml")
         self._stack.enter_context(log_to_file(self.dir / "run.log"))
@@ -124,7 +124,7 @@ class RunFolder:
         self._save_manifest()
 
     def _save_manifest(self) -> None:
-        write_text_atomic(self.dir / "manifest.json", json.dumps(self.manifest, indent=2))
+        write_json_atomic(self.dir / "manifest.json", self.manifest)
 
     # -- stages ------------------------------------------------------------------------------------------------
     def stage(
@@ -147,7 +147,7 @@ class RunFolder:
             return final
         partial = final if in_place else final.with_name(final.name + PARTIAL)
         if partial.exists() and not keep_partial and not in_place:
-            shutil.rmtree(partial) if partial.is_dir() else partial.unlink()
+            remove(partial)
         log.info("stage %s: start", name)
         print(f"== {name}", flush=True)
         stages = self.manifest["stages"]
@@ -192,6 +192,14 @@ def exclusive(lock_path: Path) -> Iterator[None]:
         except BlockingIOError:
             raise HardcseError(f"another process is running {lock_path.parent}; wait for it or stop it") from None
         yield
+
+
+def remove(path: Path) -> None:
+    """Delete a file, a link or a folder tree."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def differences(a: object, b: object, prefix: str = "") -> list[str]:

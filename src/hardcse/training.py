@@ -11,12 +11,11 @@ sentence-transformers' trainers own it for their losses:
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_utils import get_last_checkpoint
 
-from hardcse.atomic import write_text_atomic
+from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
 
 log = logging.getLogger(__name__)
@@ -59,13 +58,18 @@ class TrainingSettings(Checked):
 
 @dataclass
 class TrainOutcome:
-    """What a training job kept: the model (best checkpoint), its best dev score and step, and the record
-    written to ``training.json``."""
+    """What a training job kept: the model (best checkpoint) and the record written to ``training.json``."""
 
     model: Any
-    best_dev: float | None
-    best_step: int | None
     record: dict
+
+    @property
+    def best_dev(self) -> float | None:
+        return self.record["best_dev"]
+
+    @property
+    def best_step(self) -> int | None:
+        return self.record["best_step"]
 
 
 class EvaluateAtEnd(TrainerCallback):
@@ -216,12 +220,9 @@ def run_training_job(
     else:
         model.save_pretrained(str(out_dir))
     shutil.rmtree(checkpoints, ignore_errors=True)  # the best checkpoint now lives in out_dir itself
-    write_text_atomic(out_dir / "training.json", json.dumps(full_record, indent=2))
-    return TrainOutcome(model, full_record["best_dev"], full_record["best_step"], full_record)
+    write_json_atomic(out_dir / "training.json", full_record)
+    return TrainOutcome(model, full_record)
 
 
 # Keys that sat at the top of a method's config before the shared training block existed.
-MOVED_TO_TRAINING = {
-    key: f"training.{key}"
-    for key in ("epochs", "max_steps", "batch_size", "learning_rate", "warmup_ratio", "max_seq_length", "eval_steps")
-}
+MOVED_TO_TRAINING = {f.name: f"training.{f.name}" for f in fields(TrainingSettings)}

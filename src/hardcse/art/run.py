@@ -33,7 +33,7 @@ from hardcse.discriminator.train import train_nli
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.errors import HardcseError
-from hardcse.evaluation.sts import sts_record, write_sts_eval
+from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
 
@@ -90,11 +90,14 @@ def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, ove
 
 @dataclass
 class _Run:
-    config: ArtRunConfig
     folder: RunFolder
     discriminator_source: str
     discriminator: NLIDiscriminator
     tasks: list[str]
+
+    @property
+    def config(self) -> ArtRunConfig:
+        return self.folder.config
 
     @property
     def dir(self) -> Path:
@@ -114,14 +117,12 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     else:
         discriminator_source = config.discriminator
     tasks = list(dict.fromkeys([*config.eval_tasks, DEV_TASK]))  # STS-B dev always: rounds select on it
-    run = _Run(config, folder, discriminator_source, load_discriminator(discriminator_source), tasks)
+    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source), tasks)
 
     folder.stage(
         "round_0.eval",
         "round_0/eval.json",
-        lambda partial: write_json_atomic(
-            partial, sts_record(load_encoder(config.encoder, config.pooling), config.encoder, tasks)
-        ),
+        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling),
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):

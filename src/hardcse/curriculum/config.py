@@ -26,7 +26,6 @@ class CurriculumConfig(Checked):
         "model": "encoder",
         "temperature": "tau",
         "initial_temperature": "anneal_t0",
-        "seed": "training.seed",
     }
     encoder: str = "bundled:minilm-l6"  # the encoder trained
     scorer: str | None = None  # the pre-learned model for task vectors and difficulties; null: ``encoder``

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardcse.curriculum.config import CurriculumConfig
-from hardcse.curriculum.plan import Plan, build_plan, load_plan, save_plan
+from hardcse.curriculum.plan import build_plan, load_plan, save_plan
 from hardcse.curriculum.train import train_from_plan
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import resolve_model
@@ -33,8 +33,9 @@ def datacube_run(
         if not train:
             run.finish()
             return run
-        plan: Plan = load_plan(plan_dir)
-        model_dir = run.stage("model", "model", lambda partial: train_from_plan(plan, partial), keep_partial=True)
+        model_dir = run.stage(
+            "model", "model", lambda partial: train_from_plan(load_plan(plan_dir), partial), keep_partial=True
+        )
         if config.eval_tasks:
             run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))
         run.finish()

@@ -64,12 +64,7 @@ class DiffAugConfig(Checked):
     ``semi``, plain supervised SimCSE for ``sup``). ``training`` is stage 2's training; its ``seed`` and
     ``max_seq_length`` (SimCSE's 32) are stage 1's too."""
 
-    RENAMED: ClassVar[dict[str, str]] = {
-        "model": "encoder",
-        "temperature": "tau",
-        "seed": "training.seed",
-        "max_seq_length": "training.max_seq_length",
-    }
+    RENAMED: ClassVar[dict[str, str]] = {**MOVED_TO_TRAINING, "model": "encoder", "temperature": "tau"}
     encoder: str = "bundled:minilm-l6"  # the encoder trained
     pooling: PoolingName = "default"
     setting: Literal["semi", "sup"] = "semi"  # semi: unlabeled sentences (+ optional aux NLI loss) | sup: triplets

@@ -9,6 +9,7 @@ OUT/eval.json  the STS suite on it
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -25,16 +26,16 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
     resolve_model(config.encoder)  # a missing model fails here, not after stage 1
     reused = stage1_folder(config) if config.stage1_from else None
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train") as run:
-        data = nli_data(config)
+        data = functools.cache(lambda: nli_data(config))  # read only by a stage that still has to run
         stage1 = run.dir / "stage1"
         if config.method == "diffaug":
             if reused is not None:
                 run.stage("stage1", "stage1", lambda partial: shutil.copytree(reused, partial))
             else:
-                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data, partial))
+                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data(), partial))
         if 2 in config.stages or config.method == "simcse":
             model = run.stage(
-                "stage2", "model", lambda partial: run_stage2(config, data, stage1, partial), keep_partial=True
+                "stage2", "model", lambda partial: run_stage2(config, data(), stage1, partial), keep_partial=True
             )
         else:  # prefix-tuning only: stage 1's encoder is the result
             model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))

@@ -41,7 +41,6 @@ class NLITrainConfig(Checked):
         **MOVED_TO_TRAINING,
         "model": "base_model",
         "max_length": "training.max_seq_length",
-        "seed": "training.seed",
     }
     base_model: str = "bundled:minilm-l6"  # the pretrained encoder under the classification head
     train_files: list[str] = field(default_factory=lambda: list(TRAIN_FILES))

@@ -34,7 +34,7 @@ class SimCSETraining(Checked):
     """The SimCSE objective and its training (SimCSE's values: tau 0.05, 32 tokens, batch 64, lr 2e-5 for
     BERT-base). ART's rounds use this block as it is."""
 
-    RENAMED: ClassVar[dict[str, str]] = {"temperature": "tau", **MOVED_TO_TRAINING, "seed": "training.seed"}
+    RENAMED: ClassVar[dict[str, str]] = {"temperature": "tau", **MOVED_TO_TRAINING}
     tau: float = 0.05  # the loss scale is 1 / tau
     max_examples: int | None = None  # take the first N training rows (quick runs)
     training: TrainingSettings = field(default_factory=TrainingSettings)
@@ -118,9 +118,8 @@ def simcse_run(
 ) -> dict[str, dict]:
     """``hardcse simcse train`` as a run folder: ``eval_before.json`` (the starting encoder), ``model/`` (trained,
     best on STS-B dev, with ``training.json``), ``eval.json``. Returns the STS records {"before", "after"}."""
-    from hardcse.atomic import write_json_atomic
     from hardcse.encoder.build import load_encoder
-    from hardcse.evaluation.sts import sts_record, write_sts_eval
+    from hardcse.evaluation.sts import write_sts_eval
     from hardcse.resources import resolve_model
     from hardcse.run_folder import RunFolder
 
@@ -134,10 +133,7 @@ def simcse_run(
             before = run.stage(
                 "eval_before",
                 "eval_before.json",
-                lambda partial: write_json_atomic(
-                    partial,
-                    sts_record(load_encoder(config.encoder, config.pooling), config.encoder, config.eval_tasks),
-                ),
+                lambda partial: write_sts_eval(partial, config.encoder, config.eval_tasks, config.pooling),
             )
             records["before"] = json.loads(before.read_text(encoding="utf-8"))
         model_dir = run.stage(
