@@ -94,8 +94,8 @@ def test_user_scored_pairs(tmp_path):
     from hardcse.data.sts import read_scored_pairs
 
     path = tmp_path / "mine.csv"
-    path.write_text("sentence1,sentence2,score\na,b,1.5\nc,d,x\n")
+    path.write_text("sentence1,sentence2,score\na,b,1.5\nc,d,x\ne,f,nan\ng,h,4\n")
     with pytest.raises(HardcseError, match=r"mine\.csv:3: field 'score'"):
         read_scored_pairs(path)
     pairs = read_scored_pairs(path, on_error="skip")
-    assert pairs.name == "mine" and pairs.scores.tolist() == [1.5]
+    assert pairs.name == "mine" and pairs.scores.tolist() == [1.5, 4.0]  # 'x' and NaN counted and skipped

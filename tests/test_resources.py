@@ -12,6 +12,7 @@ def test_bundled_encoder_is_a_sentence_transformers_folder():
 
 
 def test_local_folder_passes_through(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
     assert resolve_model(str(tmp_path)) == tmp_path
 
 

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from hardcse.data.table import read_table
@@ -93,3 +95,41 @@ def test_unknown_extension_and_missing_file(tmp_path):
 def test_literal_replacement_character_in_valid_utf8_is_kept(tmp_path):
     path = write(tmp_path, "a.txt", "it\ufffds fine\n")
     assert read_table(path, ["text"]).column("text") == ["it\ufffds fine"]
+
+
+SEPARATORS = ["\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e"]  # str.splitlines splits on all
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "txt", "jsonl"])
+def test_only_newline_ends_a_row(tmp_path, fmt):
+    texts = [f"one{sep}still one" for sep in SEPARATORS]
+    if fmt == "jsonl":
+        body = "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts)
+    else:
+        body = ("text\n" if fmt != "txt" else "") + "".join(t + "\n" for t in texts)
+    table = read_table(write(tmp_path, f"a.{fmt}", body), ["text"])
+    first = 2 if fmt in ("tsv", "csv") else 1  # after the header
+    assert table.column("text") == texts and table.lines == list(range(first, first + len(texts)))
+
+
+def test_crlf_and_a_byte_order_mark_read_like_plain_files(tmp_path):
+    plain = read_table(write(tmp_path, "a.tsv", "a\tb\nx\ty\nz\tw\n"), ["a", "b"])
+    windows = read_table(write(tmp_path, "b.tsv", b"\xef\xbb\xbfa\tb\r\nx\ty\r\nz\tw\r\n"), ["a", "b"])
+    assert windows.rows == plain.rows and windows.lines == plain.lines == [2, 3]
+
+
+def test_skip_mode_after_an_unclosed_quote_keeps_the_rows_that_follow(tmp_path):
+    text = 'a\tb\nfine\tok\n"open\tquote\nnext\tline\nlast\tline\n'
+    table = read_table(write(tmp_path, "a.tsv", text), ["a", "b"], on_error="skip")
+    assert table.column("a") == ["fine", "next", "last"] and table.lines == [2, 4, 5]
+    assert table.skipped == {"broken quoting": 1} and "a.tsv:3" in table.summary()
+
+
+def test_skip_mode_drops_the_undecodable_line_by_the_same_numbers(tmp_path):
+    # a U+2028 on line 2 would shift every later number if lines were counted by str.splitlines
+    path = write(tmp_path, "a.tsv", "a\tb\nx\u2028x\ty\n".encode() + b"caf\xe9\tz\n" + b"ok\tw\n")
+    with pytest.raises(HardcseError, match=r"a\.tsv:3: not UTF-8"):
+        read_table(path, ["a", "b"])
+    table = read_table(path, ["a", "b"], on_error="skip")
+    assert table.column("a") == ["x\u2028x", "ok"] and table.lines == [2, 4]
+    assert table.skipped == {"encoding": 1} and "a.tsv:3" in table.summary()

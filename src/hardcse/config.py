@@ -22,6 +22,7 @@ import yaml
 
 from hardcse.atomic import write_text_atomic
 from hardcse.errors import HardcseError
+from hardcse.paths import shipped_config_names, shipped_configs_dir
 
 T = TypeVar("T")
 
@@ -151,23 +152,58 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
         raise HardcseError(f"{where}.{e.key}: {e.detail}") from None
 
 
+def config_path(name: str | Path) -> Path:
+    """A config file: an existing path, else a shipped config named without folder or suffix (``smoke``), so
+    ``--config smoke`` works from any folder."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.exists():
+        raise HardcseError(f"{path}: a config must be a YAML file, not a folder")
+    shipped = shipped_configs_dir() / f"{path.stem}.yaml"
+    if len(path.parts) == 1 and path.suffix in ("", ".yaml") and shipped.is_file():
+        return shipped
+    raise HardcseError(f"{path}: no such config file; the shipped configs are {', '.join(shipped_config_names())}")
+
+
+def _yaml_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise HardcseError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x}); re-save it as UTF-8") from None
+    except OSError as e:
+        raise HardcseError(f"{path}: cannot be read ({e.strerror})") from None
+
+
 def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """A config file's mapping; ``base: other.yaml`` (relative to the file) is read first and updated by the
     file's own keys, nested mappings key by key."""
-    if not path.is_file():
-        raise HardcseError(f"{path}: no such config file")
     if path.resolve() in seen:
         raise HardcseError(f"{path}: `base` files form a cycle")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(_yaml_text(path))
     except yaml.YAMLError as e:
-        raise HardcseError(f"{path}: not valid YAML ({e})") from None
+        raise HardcseError(f"{path}: not valid YAML ({_one_line(e)})") from None
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
         raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
     base = data.pop("base", None)
     if base is None:
         return data
-    return _merge(_read_yaml(path.parent / base, (*seen, path.resolve())), data)
+    if not isinstance(base, str) or not base.strip():
+        raise HardcseError(f"{path}: base: {base!r} must be the path of another config file (relative to this one)")
+    base_path = path.parent / base
+    if not base_path.is_file():
+        raise HardcseError(f"{path}: base: {base}: no such config file ({base_path})")
+    return _merge(_read_yaml(base_path, (*seen, path.resolve())), data)
+
+
+def _one_line(error: yaml.YAMLError) -> str:
+    """A YAML error's problem and position on one line."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
 
 
 def _merge(base: dict, update: dict) -> dict:
@@ -183,7 +219,8 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     data: dict = {}
     where = cls.__name__
     if path is not None:
-        data = _read_yaml(Path(path))
+        path = config_path(path)
+        data = _read_yaml(path)
         where = str(path)
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -195,7 +232,13 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
             target = target.setdefault(part, {})
             if not isinstance(target, dict):
                 raise HardcseError(f"override {item!r}: {part} is not a block of keys")
-        target[leaf] = yaml.safe_load(raw) if raw else ""
+        try:
+            target[leaf] = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as e:
+            raise HardcseError(
+                f"override {item!r}: the value is not valid YAML ({_one_line(e)}); put text with special characters "
+                "in YAML quotes: key='\"text\"'"
+            ) from None
     return _from_dict(cls, data, where)
 
 

@@ -23,6 +23,7 @@ from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import sample
 from hardcse.art.reward import DualReward
 from hardcse.atomic import write_text_atomic
+from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
 
@@ -99,7 +100,7 @@ def synthesize(
             record["drop_reason"] = drop_reason(record, filter_config)
             records.append(record)
     seconds = time.perf_counter() - start
-    write_text_atomic(out_dir / "synthetic.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
     kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
     write_triplets(out_dir / "triplets.csv", kept)
     report = SynthesisReport(

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments  # noqa: E402
 
+from hardcse.data.jsonl import append_jsonl  # noqa: E402
 from hardcse.diffaug.objectives import embed  # noqa: E402
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed  # noqa: E402
 
@@ -147,7 +147,7 @@ class Stage1Diagnostics(TrainerCallback):
             self.model.train(was_training)
         self.rows.append(row)
         with self.log_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+            append_jsonl(f, row)
         log.info("stage 1 step %d: delta %.4f, kappa %s", step, row["delta"], row["kappa"])
         return row
 

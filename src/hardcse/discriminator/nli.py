@@ -37,7 +37,7 @@ class NLIDiscriminator:
         if len(id2label) != 3 or not all(label in by_name for label in LABELS):
             raise HardcseError(
                 f"the NLI model's labels are {id2label}; expected the three labels {list(LABELS)} "
-                "(train one with `hardcse train-nli` or pass a 3-way NLI cross-encoder)"
+                "(train one with `hardcse nli train` or pass a 3-way NLI cross-encoder)"
             )
         return [by_name[label] for label in LABELS]
 

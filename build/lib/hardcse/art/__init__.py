@@ -1,0 +1,1 @@
+"""ART: adaptive reinforcement tuning of a small LLM as a generator of hard positives and negatives."""

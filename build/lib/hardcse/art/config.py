@@ -1,0 +1,218 @@
+"""ART's configuration: the generator, the dual reward, PPO, the anchors, the NLI filter, and the run of rounds.
+
+``TuneConfig`` (``hardcse art tune`` / ``generate``) is the tuning block; ``ArtRunConfig`` (``hardcse art run``)
+extends it with the rounds, so the two never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
+from hardcse.data.sts import ALL_TASKS
+from hardcse.discriminator.train import NLITrainConfig
+from hardcse.encoder import PoolingName
+from hardcse.encoder.simcse import SimCSETraining
+
+TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
+
+POSITIVE_PROMPT = (
+    "Generate a positive variation of Original Sentence, ensuring it has same meaning, exhibits different "
+    'syntactical and grammatical structures. Original: "[X]" Positive:'
+)
+NEGATIVE_PROMPT = (
+    "Generate a negative variation of Original Sentence, ensuring it has a completely different meaning, "
+    'similar syntax and grammar. Original: "[X]" Negative:'
+)
+
+
+@dataclass
+class GeneratorConfig(Checked):
+    """The LLM that writes positives and negatives: model, prompts (paper Table 1), LoRA, sampling."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"temperature": "sampling_temperature"}
+    model: str = "bundled:smollm2-135m"
+    positive_prompt: str = POSITIVE_PROMPT  # [X] is replaced by the anchor
+    negative_prompt: str = NEGATIVE_PROMPT
+    # Replaces the chat template's default system prompt (SmolLM2's is 20 tokens of self-introduction);
+    # null keeps the template's own, "" sends none where the template allows it.
+    system_prompt: str | None = "You rewrite sentences."
+    few_shot: list[dict] = field(default_factory=list)  # [{anchor, positive, negative}] shown before the anchor
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    max_new_tokens: int = 48
+    sampling_temperature: float = 1.0
+    top_k: int = 0  # 0: no top-k truncation
+    top_p: float = 1.0
+    batch_size: int = 16  # generation batch for synthesis
+    seed: int = 42
+
+    def check(self) -> None:
+        for key in ("positive_prompt", "negative_prompt"):
+            if "[X]" not in getattr(self, key):
+                raise ConfigValueError(key, "must contain [X], where the anchor sentence goes")
+        for i, example in enumerate(self.few_shot):
+            if "anchor" not in example or not set(example) <= {"anchor", "positive", "negative"}:
+                raise ConfigValueError(f"few_shot[{i}]", "give anchor and positive and/or negative")
+        for key in ("lora_r", "lora_alpha", "max_new_tokens", "sampling_temperature", "batch_size"):
+            check_positive(key, getattr(self, key))
+        check_range("lora_dropout", self.lora_dropout, 0.0, 1.0)
+        check_range("top_p", self.top_p, 0.0, 1.0)
+        check_nonnegative("top_k", self.top_k)
+
+
+@dataclass
+class RewardConfig(Checked):
+    """The dual reward r = w1*r1 + w2*r2 (ART's correctness reward r1 and difficulty reward r2). Omega and the
+    alphas were chosen by measuring the bundled models on corpus anchors: see
+    benchmarks/results/reward_calibration.md."""
+
+    w1: float = 0.5  # correctness weight (paper)
+    w2: float = 0.5  # difficulty weight (paper)
+    # r1 = P(target | x, y) - omega. 0.31: the mean of the P(entailment) and P(contradiction) thresholds that
+    # best separate gold-target from other pairs on the NLI dev files for the bundled discriminator (0.27, 0.36).
+    omega: float = 0.31
+    # Positives below this cosine are noise: r2 turns negative. 0.44: 5th percentile of cos(x, y) over gold
+    # entailment dev pairs by the bundled encoder.
+    alpha_pos: float = 0.44
+    # Negatives above this cosine are near copies: r2 turns negative. 0.98: 95th percentile over gold
+    # contradiction dev pairs (real contradictions are often one-word edits, so the bound sits high).
+    alpha_neg: float = 0.98
+    invalid_penalty: float = -1.0  # a rejected response: below every valid one whose cosine is >= 0 (min -0.66)
+
+    def check(self) -> None:
+        for key in ("w1", "w2"):
+            check_nonnegative(key, getattr(self, key))
+        check_range("omega", self.omega, 0.0, 1.0)
+        for key in ("alpha_pos", "alpha_neg"):
+            check_range(key, getattr(self, key), -1.0, 1.0)
+        check_range("invalid_penalty", self.invalid_penalty, -1e9, 0.0)
+
+
+@dataclass
+class PPOConfig(Checked):
+    """PPO on a bandit environment (one prompt, one response, one reward), CleanRL-style, with TRL's PPO values
+    as used by the ART authors' code where they differ from nothing."""
+
+    steps: int = 30
+    batch_size: int = 16  # rollouts per step, half positive and half negative prompts
+    minibatch_size: int = 8
+    ppo_epochs: int = 4
+    learning_rate: float = 1.41e-5
+    kl_coef: float = 0.2  # beta: per-token KL penalty against the adapter-free reference
+    adaptive_kl: bool = True
+    kl_target: float = 0.1
+    kl_horizon: int = 10000
+    gamma: float = 1.0
+    lam: float = 0.95
+    cliprange: float = 0.2
+    cliprange_value: float = 0.2
+    vf_coef: float = 0.1
+    max_grad_norm: float = 1.0
+    whiten_advantages: bool = True
+    save_every: int = 10
+    seed: int = 42
+
+    def check(self) -> None:
+        positive = ("steps", "batch_size", "minibatch_size", "ppo_epochs", "learning_rate", "kl_target")
+        for key in (*positive, "kl_horizon", "cliprange", "cliprange_value", "max_grad_norm", "save_every"):
+            check_positive(key, getattr(self, key))
+        check_nonnegative("kl_coef", self.kl_coef)
+        check_nonnegative("vf_coef", self.vf_coef)
+        check_range("gamma", self.gamma, 0.0, 1.0)
+        check_range("lam", self.lam, 0.0, 1.0)
+        if self.minibatch_size > self.batch_size:
+            raise ConfigValueError("minibatch_size", f"{self.minibatch_size} is larger than batch_size")
+
+
+@dataclass
+class AnchorConfig(Checked):
+    """Anchors from an unlabeled corpus: filtered by length, shuffled once by seed, last ``held_out`` kept apart."""
+
+    corpus: str | None = None  # None: the vendored Wikipedia sample; else a .txt / table file
+    min_words: int = 6  # the corpus has headings ("YMCA in South Australia"); they make poor anchors
+    max_words: int = 40
+    held_out: int = 500  # never used for tuning or training: the raw-vs-tuned comparison reads them
+    seed: int = 42
+
+    def check(self) -> None:
+        check_positive("min_words", self.min_words)
+        check_nonnegative("held_out", self.held_out)
+        if self.max_words < self.min_words:
+            raise ConfigValueError("max_words", f"{self.max_words} is below min_words {self.min_words}")
+
+
+@dataclass
+class FilterConfig(Checked):
+    """The NLI filter of synthesis: a triplet is kept only when the discriminator agrees with both parts."""
+
+    min_entailment: float = 0.5  # P(entailment | x, positive)
+    min_contradiction: float = 0.5  # P(contradiction | x, negative)
+
+    def check(self) -> None:
+        # above 1 keeps nothing: allowed, the raw-LLM and no-filter ablations use the bounds on purpose
+        check_range("min_entailment", self.min_entailment, 0.0, 1.01)
+        check_range("min_contradiction", self.min_contradiction, 0.0, 1.01)
+
+
+@dataclass
+class TuneConfig(Checked):
+    """``hardcse art tune`` and ``hardcse art generate``: the generator, its reward, PPO, anchors, filter."""
+
+    encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty
+    pooling: PoolingName = "default"  # the encoder's pooling (see `hardcse eval --pooling`)
+    discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse nli train`: judges correctness
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    anchors: AnchorConfig = field(default_factory=AnchorConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse art generate`
+
+
+@dataclass
+class ArtRunConfig(TuneConfig):
+    """``hardcse art run``: round 0 evaluates the starting encoder; each round r = 1..rounds tunes the generator
+    with PPO against the dual reward (difficulty judged by the current encoder), synthesises triplets for new
+    anchors, filters them, trains the encoder further on them and evaluates it; round r + 1 uses that encoder.
+
+    ``encoder`` is the starting (supervised) encoder; ``discriminator`` a folder from `hardcse nli train`, or
+    "train": train one into the run folder from ``discriminator_training``."""
+
+    discriminator_training: NLITrainConfig = field(default_factory=NLITrainConfig)
+    # An NLI model that is not the reward's, for the synthetic-data accuracy (paper Table 4); null: not measured.
+    judge: str | None = None
+    rounds: int = 3  # paper: 3
+    tune_generator: bool = True  # false: the raw LLM writes the data (the paper's SimCSE* baseline)
+    continue_generator: bool = True  # round r tunes on from round r - 1's generator (false: from the base model)
+    synthesis_anchors: int = 1000  # new corpus anchors a round gets a positive and a negative for (paper: 20k)
+    # Sampling temperature of synthesis (authors' code: 0.8; PPO samples at generator.sampling_temperature);
+    # null: generator.sampling_temperature.
+    synthesis_temperature: float | None = 0.8
+    # SimCSE on the kept triplets, from the previous round's encoder (its encoder and pooling are the run's).
+    # Paper: 2 epochs, lr 1e-7 to 2e-7 for BERT/RoBERTa-large on 20k triplets.
+    encoder_training: SimCSETraining = field(default_factory=SimCSETraining)
+    mix_triplets: str | None = None  # a triplet file whose rows are added to every round's training data
+    mix_examples: int | None = None  # how many of them (the first N); null: all
+    # The encoder a round hands on is the better of (trained, previous) on STS-B dev: a round never makes the
+    # next round's difficulty judge worse on the selection split. false: always hand on the trained one.
+    keep_better_encoder: bool = True
+    eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
+    examples_per_round: int = 5  # example triplets in the report (paper Table 6)
+
+    def check(self) -> None:
+        check_positive("rounds", self.rounds)
+        check_positive("synthesis_anchors", self.synthesis_anchors)
+        check_positive("synthesis_temperature", self.synthesis_temperature, allow_none=True)
+        check_nonnegative("mix_examples", self.mix_examples, allow_none=True)
+        check_nonnegative("examples_per_round", self.examples_per_round)
+        for task in self.eval_tasks:
+            check_choice("eval_tasks", task, ALL_TASKS)
+        if self.pooling == "cls_mlp":
+            raise ConfigValueError(
+                "pooling",
+                "cls_mlp adds a freshly initialised head, a different one at every load; train it first "
+                "(hardcse simcse train pooling=cls_mlp) and give the saved folder as encoder",
+            )

@@ -1,0 +1,68 @@
+"""``hardcse judge``: the paper's measures of synthetic data (Tables 4-6), by an NLI model that is NOT the
+reward's discriminator: accuracy of positives and negatives, mean cosines, parse failures, examples."""
+
+from __future__ import annotations
+
+import numpy as np
+from sentence_transformers import SentenceTransformer
+
+from hardcse.data.nli import LABEL_ID
+from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.encoder.encode import pair_cosines
+
+TARGET = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
+
+
+def judge_records(
+    records: list[dict],
+    judge: NLIDiscriminator | None,
+    n_examples: int = 5,
+    cosine_encoder: SentenceTransformer | None = None,
+) -> dict:
+    """Measures over ``synthetic.jsonl`` records: accuracy over parsed outputs by ``judge`` (skipped when None);
+    cosines by ``cosine_encoder`` (default: the reward encoder's, as recorded), listed per item as well."""
+    result: dict = {"anchors": len(records)}
+    for kind, target in TARGET.items():
+        rows = [r for r in records if r[kind] is not None]
+        result[f"{kind}_parse_failure_rate"] = 1 - len(rows) / max(len(records), 1)
+        anchors, outputs = [r["anchor"] for r in rows], [r[kind] for r in rows]
+        if cosine_encoder is not None:
+            cosines = [float(c) for c in pair_cosines(cosine_encoder, anchors, outputs)]
+        else:
+            cosines = [r[f"{kind}_cosine"] for r in rows if r[f"{kind}_cosine"] is not None]
+        result[f"{kind}_cosines"] = [round(c, 5) for c in cosines]
+        result[f"{kind}_mean_cosine"] = float(np.mean(cosines)) if cosines else None
+        result[f"{kind}_accuracy"] = None
+        if rows and judge is not None:
+            probs = judge.predict_proba(anchors, outputs)
+            result[f"{kind}_accuracy"] = float((probs.argmax(axis=1) == target).mean() * 100)
+        result[f"{kind}_mean_reward"] = float(np.mean([r[f"{kind}_reward"] for r in records]))
+    result["kept_fraction"] = float(np.mean([r["drop_reason"] is None for r in records])) if records else 0.0
+    complete = [r for r in records if r["positive"] is not None and r["negative"] is not None]
+    result["examples"] = [
+        {"anchor": r["anchor"], "positive": r["positive"], "negative": r["negative"]} for r in complete[:n_examples]
+    ]
+    return result
+
+
+def judge_table_markdown(results: dict[str, dict]) -> str:
+    """One row per generator: judged accuracy, cosines, parse failures and mean reward (Tables 4-5 form)."""
+    columns = [
+        ("positive_accuracy", "acc pos %"),
+        ("negative_accuracy", "acc neg %"),
+        ("positive_mean_cosine", "cos(x,y+)"),
+        ("negative_mean_cosine", "cos(x,y-)"),
+        ("positive_parse_failure_rate", "parse fail pos"),
+        ("negative_parse_failure_rate", "parse fail neg"),
+        ("positive_mean_reward", "reward pos"),
+        ("negative_mean_reward", "reward neg"),
+        ("kept_fraction", "kept"),
+    ]
+    lines = ["| generator | " + " | ".join(c[1] for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    for name, r in results.items():
+        cells = [
+            "" if r.get(key) is None else f"{r[key]:.2f}" if "accuracy" in key else f"{r[key]:.3f}"
+            for key, _ in columns
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

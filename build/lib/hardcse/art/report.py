@@ -1,0 +1,349 @@
+"""The report of an ART run folder (``report.md`` + ``plots/*.png``), and runs side by side.
+
+The paper's analyses at the run's scale: STS per round with the delta to round 0 (Table 3 form), synthetic data
+accuracy by an independent judge (Table 4), mean cosines of positives and negatives (Table 5), example triplets
+(Table 6), plus what the encoder training did each round and the time every stage took.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
+from hardcse.atomic import write_text_atomic  # noqa: E402
+from hardcse.data.jsonl import read_jsonl  # noqa: E402
+from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
+from hardcse.errors import HardcseError  # noqa: E402
+
+
+def _read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def round_dirs(run_dir: Path) -> list[Path]:
+    """``round_0``, ``round_1``, ... in order (those that exist)."""
+    rounds = sorted(
+        (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
+    )
+    return rounds
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def sts_rows(run_dir: Path) -> list[tuple[str, dict]]:
+    """(round name, {task: score, avg7, delta}) for every evaluated round."""
+    rows = []
+    base = None
+    for d in round_dirs(run_dir):
+        ev = _read_json(d / "eval.json")
+        if ev is None:
+            continue
+        row = dict(ev["scores"]) | {"avg7": ev.get("avg7")}
+        if base is None:
+            base = row
+        if row["avg7"] is not None and base.get("avg7") is not None:
+            row["delta"] = row["avg7"] - base["avg7"]
+        rows.append((d.name, row))
+    return rows
+
+
+def sts_table(rows: list[tuple[str, dict]]) -> str:
+    columns = [t for t in [*SEVEN_TASKS, "avg7", "delta", DEV_TASK] if any(r.get(t) is not None for _, r in rows)]
+    header = [("Δavg7 vs round 0" if c == "delta" else c) for c in columns]
+    lines = ["| round | " + " | ".join(header) + " |", "|---|" + "---:|" * len(columns)]
+    for name, row in rows:
+        cells = [
+            (f"{row[c]:+.2f}" if c == "delta" else f"{row[c]:.2f}") if row.get(c) is not None else "" for c in columns
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _synthetic_table(rounds: list[Path]) -> str:
+    lines = [
+        "| round | anchors | kept triplets | parse fail pos | parse fail neg | judge acc pos % | judge acc neg % "
+        "| cos(x,y+) | cos(x,y-) | reward pos | reward neg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for d in rounds:
+        m, s = _read_json(d / "measures.json"), _read_json(d / "synthesis.json")
+        if m is None or s is None:
+            continue
+        cells = [
+            str(s["anchors"]),
+            f"{s['kept']} ({s['kept_fraction'] * 100:.1f}%)",
+            _fmt(m["positive_parse_failure_rate"], 3),
+            _fmt(m["negative_parse_failure_rate"], 3),
+            _fmt(m["positive_accuracy"], 1),
+            _fmt(m["negative_accuracy"], 1),
+            _fmt(m["positive_mean_cosine"], 3),
+            _fmt(m["negative_mean_cosine"], 3),
+            _fmt(m["positive_mean_reward"], 3),
+            _fmt(m["negative_mean_reward"], 3),
+        ]
+        lines.append(f"| {d.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _training_table(rounds: list[Path]) -> str:
+    lines = [
+        "| round | training triplets | best step | best STS-B dev | previous dev | handed on |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for d in rounds:
+        t = _read_json(d / "training.json")
+        if t is None:
+            continue
+        handed = t["handed_on"] + (f" ({t['why']})" if t.get("why") else "")
+        lines.append(
+            f"| {d.name} | {t['triplets']} | {'' if t.get('best_step') is None else t['best_step']} "
+            f"| {_fmt(t.get('best_dev'))} "
+            f"| {_fmt(t['previous_dev'])} | {handed} |"
+        )
+    return "\n".join(lines)
+
+
+def _ppo_table(rounds: list[Path]) -> str:
+    lines = [
+        "| round | PPO steps (not skipped) | reward, first 5 steps | reward, last 5 steps | parse fail, first 5 "
+        "| parse fail, last 5 | KL, last 5 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for d in rounds:
+        path = d / "generator" / "ppo_log.jsonl"
+        if not path.is_file():
+            continue
+        steps = [r for r in read_jsonl(path) if not r.get("skipped")]
+
+        def mean(rows: list[dict], key: str) -> float | None:
+            values = [r[key] for r in rows if r.get(key) is not None]
+            return float(np.mean(values)) if values else None
+
+        first, last = steps[:5], steps[-5:]
+        lines.append(
+            f"| {d.name} | {len(steps)} | {_fmt(mean(first, 'reward'), 3)} | {_fmt(mean(last, 'reward'), 3)} "
+            f"| {_fmt(mean(first, 'parse_failure_rate'), 3)} | {_fmt(mean(last, 'parse_failure_rate'), 3)} "
+            f"| {_fmt(mean(last, 'kl'), 3)} |"
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def _examples(rounds: list[Path]) -> str:
+    parts = []
+    for d in rounds:
+        m = _read_json(d / "measures.json")
+        if not m or not m.get("examples"):
+            continue
+        parts.append(f"**{d.name}**\n\n| anchor x | positive y+ | negative y- |\n|---|---|---|")
+        for e in m["examples"]:
+            cells = [e[k].replace("|", "\\|") for k in ("anchor", "positive", "negative")]
+            parts.append("| " + " | ".join(cells) + " |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _time_table(manifest: dict | None) -> str:
+    if not manifest or not manifest.get("stages"):
+        return ""
+    lines = ["| stage | minutes (last attempt) | attempts |", "|---|---:|---:|"]
+    total = 0.0
+    for name, s in manifest["stages"].items():
+        total += s.get("seconds", 0.0)
+        minutes = f"{s['seconds'] / 60:.1f}" if "seconds" in s else "not finished"
+        lines.append(f"| {name} | {minutes} | {s['attempts']} |")
+    lines.append(f"| **total** | **{total / 60:.1f}** | |")
+    return "\n".join(lines)
+
+
+def plot_run(run_dir: Path, rounds: list[Path]) -> list[Path]:
+    """reward_per_round.png, sts_per_round.png, cosine_histograms.png (those with data)."""
+    plots = run_dir / "plots"
+    plots.mkdir(exist_ok=True)
+    written = []
+
+    logs = [
+        (d.name, read_jsonl(d / "generator" / "ppo_log.jsonl"))
+        for d in rounds
+        if (d / "generator" / "ppo_log.jsonl").is_file()
+    ]
+    if logs:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for name, rows in logs:
+            rows = [r for r in rows if not r.get("skipped")]
+            steps = [r["step"] for r in rows]
+            reward = np.array([r["reward"] for r in rows])
+            ax.plot(steps, reward, alpha=0.35)
+            window = min(5, len(reward))
+            if window:
+                smooth = np.convolve(reward, np.ones(window) / window, mode="valid")
+                ax.plot(
+                    steps[window - 1 :], smooth, label=f"{name} ({window}-step mean)", color=ax.lines[-1].get_color()
+                )
+        ax.set_xlabel("PPO step")
+        ax.set_ylabel("mean reward of the batch")
+        ax.set_title("Dual reward during generator tuning, per round")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        written.append(_save(fig, plots / "reward_per_round.png"))
+
+    rows = sts_rows(run_dir)
+    if rows:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        x = list(range(len(rows)))
+        for key, label in (("avg7", "average of the 7 STS tasks"), (DEV_TASK, "STS-B dev")):
+            values = [r.get(key) for _, r in rows]
+            if any(v is not None for v in values):
+                ax.plot(x, [np.nan if v is None else v for v in values], marker="o", label=label)
+        ax.set_xticks(x, [name for name, _ in rows])
+        ax.set_ylabel("Spearman x 100")
+        ax.set_title("STS per round")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        written.append(_save(fig, plots / "sts_per_round.png"))
+
+    measured = [(d.name, _read_json(d / "measures.json")) for d in rounds]
+    measured = [(n, m) for n, m in measured if m and (m.get("positive_cosines") or m.get("negative_cosines"))]
+    if measured:
+        fig, axes = plt.subplots(1, len(measured), figsize=(4.5 * len(measured), 3.8), squeeze=False, sharey=True)
+        bins = np.linspace(-0.2, 1.0, 31)
+        for ax, (name, m) in zip(axes[0], measured, strict=True):
+            ax.hist(m.get("positive_cosines") or [], bins=bins, alpha=0.6, label="cos(x, y+)")
+            ax.hist(m.get("negative_cosines") or [], bins=bins, alpha=0.6, label="cos(x, y-)")
+            ax.set_title(name)
+            ax.set_xlabel("cosine (starting encoder)")
+            ax.legend()
+        axes[0][0].set_ylabel("synthetic sentences")
+        fig.tight_layout()
+        written.append(_save(fig, plots / "cosine_histograms.png"))
+    return written
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def build_report(run_dir: str | Path) -> str:
+    """The Markdown report of a run folder (complete or not); also writes the plots."""
+    run_dir = Path(run_dir)
+    config_path = run_dir / "config.yaml"
+    if not config_path.is_file():
+        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml)")
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    manifest = _read_json(run_dir / "manifest.json")
+    rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
+    ppo = config["ppo"]
+    tuned = config["tune_generator"]
+    generator = (
+        f"`{config['generator']['model']}` tuned with PPO ({ppo['steps']} steps x {ppo['batch_size']} rollouts a round)"
+        if tuned
+        else f"`{config['generator']['model']}` without RL (raw LLM baseline)"
+    )
+    discriminator = f"`{config['discriminator']}`"
+    if config["discriminator"] == TRAIN_IN_RUN:
+        training = config["discriminator_training"]
+        pairs = training["max_examples"] or "all"
+        discriminator = f"trained in the run (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
+    out = [
+        f"# ART run `{run_dir.name}`",
+        "",
+        f"- encoder: `{config['encoder']}`; generator: {generator}",
+        f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
+        f"- {config['rounds']} round(s), {config['synthesis_anchors']} new anchors each; filter: "
+        f"P(entailment) >= {config['filter']['min_entailment']}, P(contradiction) >= "
+        f"{config['filter']['min_contradiction']}; reward w1 {config['reward']['w1']}, w2 {config['reward']['w2']}",
+        "",
+        "## STS per round (Spearman x 100)",
+        "",
+        sts_table(sts_rows(run_dir)),
+        "",
+        "## Synthetic data per round",
+        "",
+        "Judged accuracy: the judge's argmax label is the target (entailment for y+, contradiction for y-), over "
+        "parsed outputs. Cosines by the starting encoder, the same for every round.",
+        "",
+        _synthetic_table(rounds),
+        "",
+        "## Encoder training per round",
+        "",
+        _training_table(rounds),
+        "",
+    ]
+    ppo_table = _ppo_table(rounds)
+    if ppo_table:
+        out += ["## Generator tuning per round", "", ppo_table, ""]
+    examples = _examples(rounds)
+    if examples:
+        out += ["## Example triplets", "", examples]
+    times = _time_table(manifest)
+    if times:
+        out += ["## Time per stage", "", times, ""]
+    plots = plot_run(run_dir, rounds)
+    if plots:
+        out += ["## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots] + [""]
+    return "\n".join(out)
+
+
+def write_report(run_dir: str | Path) -> Path:
+    run_dir = Path(run_dir)
+    return write_text_atomic(run_dir / "report.md", build_report(run_dir))
+
+
+def pooled_measures(measures: list[dict]) -> dict:
+    """Judged accuracy and mean cosines over several rounds' synthetic data together (weighted by parsed outputs)."""
+    out: dict = {}
+    for kind in ("positive", "negative"):
+        parsed = [m["anchors"] * (1 - m[f"{kind}_parse_failure_rate"]) for m in measures]
+        judged = [
+            (m[f"{kind}_accuracy"], n)
+            for m, n in zip(measures, parsed, strict=True)
+            if m[f"{kind}_accuracy"] is not None
+        ]
+        cosines = [c for m in measures for c in m.get(f"{kind}_cosines", [])]
+        total = sum(n for _, n in judged)
+        out[f"{kind}_accuracy"] = sum(a * n for a, n in judged) / total if total else None
+        out[f"{kind}_mean_cosine"] = sum(cosines) / len(cosines) if cosines else None
+    return out
+
+
+def compare_runs(run_dirs: list[str | Path]) -> str:
+    """One row per run: its last evaluated round against its round 0, and the synthetic-data measures over all
+    its rounds together (runs with the same anchor budget compare like for like); an unfinished run is marked."""
+    lines = [
+        "| run | rounds | round 0 avg7 | final avg7 | Δ | final STS-B dev | kept triplets "
+        "| judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run_dir in map(Path, run_dirs):
+        rows = sts_rows(run_dir)
+        if not rows:
+            raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
+        rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
+        kept = sum((_read_json(d / "synthesis.json") or {}).get("kept", 0) for d in rounds)
+        pooled = pooled_measures([m for m in (_read_json(d / "measures.json") for d in rounds) if m])
+        final = rows[-1][1]
+        manifest = _read_json(run_dir / "manifest.json") or {}
+        finished = bool(manifest.get("runs")) and "finished" in manifest["runs"][-1]
+        name = run_dir.name + ("" if finished else " (unfinished)")
+        delta = "" if final.get("delta") is None else f"{final['delta']:+.2f}"
+        lines.append(
+            f"| {name} | {len(rows) - 1} | {_fmt(rows[0][1].get('avg7'))} | {_fmt(final.get('avg7'))} "
+            f"| {delta} | {_fmt(final.get(DEV_TASK))} | {kept} "
+            f"| {_fmt(pooled['positive_accuracy'], 1)} | {_fmt(pooled['negative_accuracy'], 1)} "
+            f"| {_fmt(pooled['positive_mean_cosine'], 3)} | {_fmt(pooled['negative_mean_cosine'], 3)} |"
+        )
+    lines.append("\n(judged accuracy and cosines: all rounds' synthetic data together)")
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""ART's synthesis (``hardcse art generate``): a positive and a negative per anchor, scored, NLI-filtered.
+
+Every generation is kept in ``synthetic.jsonl`` with its parse status and reward parts; the triplets that pass
+the filter go to ``triplets.csv`` (SimCSE format).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
+from hardcse.art.generator.model import load_generator
+from hardcse.art.generator.parsing import parse_response
+from hardcse.art.generator.prompts import render_prompts
+from hardcse.art.generator.sampling import sample
+from hardcse.art.reward import DualReward
+from hardcse.atomic import write_text_atomic
+from hardcse.data.nli import LABEL_ID
+from hardcse.data.triplets import write_triplets
+
+
+@dataclass
+class SynthesisReport:
+    anchors: int
+    kept: int
+    seconds: float
+    tokens_per_second: float
+    drop_reasons: dict[str, int]
+
+    def to_dict(self) -> dict:
+        return {
+            "anchors": self.anchors,
+            "kept": self.kept,
+            "kept_fraction": self.kept / max(self.anchors, 1),
+            "seconds": round(self.seconds, 1),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+            "drop_reasons": self.drop_reasons,
+        }
+
+
+def drop_reason(record: dict, config: FilterConfig) -> str | None:
+    """Why a record's triplet is not kept (the first failing check), or None when it is kept."""
+    for kind in ("positive", "negative"):
+        if record[kind] is None:
+            return f"{kind}_{record[f'{kind}_reason']}"
+    if record["positive_probs"][LABEL_ID["entailment"]] < config.min_entailment:
+        return "positive_not_entailed"
+    if record["negative_probs"][LABEL_ID["contradiction"]] < config.min_contradiction:
+        return "negative_not_contradiction"
+    return None
+
+
+def synthesize(
+    generator_source: str,
+    anchors: list[str],
+    generation: GeneratorConfig,
+    reward: DualReward,
+    filter_config: FilterConfig,
+    out_dir: str | Path,
+) -> SynthesisReport:
+    """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_generator(generator_source, generation)
+    torch.manual_seed(generation.seed)
+    records: list[dict] = []
+    tokens = 0
+    start = time.perf_counter()
+    half = max(1, generation.batch_size // 2)
+    for i in tqdm(range(0, len(anchors), half), desc="generate", unit="batch"):
+        batch = anchors[i : i + half]
+        kinds = ["positive"] * len(batch) + ["negative"] * len(batch)
+        pair_anchors = batch + batch
+        samples = sample(model, tokenizer, render_prompts(tokenizer, pair_anchors, kinds, generation), generation)
+        tokens += int(samples.response_mask.sum())
+        parsed = [parse_response(t, a) for t, a in zip(samples.texts, pair_anchors, strict=True)]
+        parts = reward(pair_anchors, parsed, kinds)
+        for j, anchor in enumerate(batch):
+            record: dict = {"anchor": anchor}
+            for kind, k in (("positive", j), ("negative", j + len(batch))):
+                record |= {
+                    f"{kind}_raw": samples.texts[k],
+                    kind: parsed[k].sentence,
+                    f"{kind}_reason": parsed[k].reason,
+                    f"{kind}_probs": None if not parts.valid[k] else [round(float(p), 5) for p in parts.probs[k]],
+                    f"{kind}_cosine": _number(parts.cosine[k]),
+                    f"{kind}_r1": _number(parts.r1[k]),
+                    f"{kind}_r2": _number(parts.r2[k]),
+                    f"{kind}_reward": _number(parts.reward[k]),
+                }
+            record["drop_reason"] = drop_reason(record, filter_config)
+            records.append(record)
+    seconds = time.perf_counter() - start
+    write_text_atomic(out_dir / "synthetic.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
+    write_triplets(out_dir / "triplets.csv", kept)
+    report = SynthesisReport(
+        anchors=len(records),
+        kept=len(kept),
+        seconds=seconds,
+        tokens_per_second=tokens / seconds if seconds else 0.0,
+        drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
+    )
+    write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
+    return report
+
+
+def _number(x: float) -> float | None:
+    return None if not np.isfinite(x) else round(float(x), 5)
+
+
+def synthesis_run(
+    config: TuneConfig,
+    out: str | Path,
+    *,
+    generator: str | None = None,
+    anchors: str = "held-out",
+    limit: int | None = None,
+    on_error: str = "raise",
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict:
+    """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
+    ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
+    the synthesis report. The inputs that are not config are recorded in the manifest."""
+    from hardcse.art.anchors import split_anchors
+    from hardcse.data.corpus import read_sentences
+    from hardcse.discriminator.nli import load_discriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.resources import check_model_sources
+    from hardcse.run_folder import RunFolder
+
+    texts = (
+        split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
+    )
+    texts = texts[:limit] if limit else texts
+    source = generator or config.generator.model
+    check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:
+        run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
+
+        def build(_: Path) -> None:
+            reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+            synthesize(source, texts, config.generator, reward, config.filter, run.dir)
+
+        done = run.stage("synthesis", "synthesis.json", build, in_place=True)
+        run.finish()
+    return json.loads(done.read_text(encoding="utf-8"))

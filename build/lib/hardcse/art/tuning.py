@@ -1,0 +1,123 @@
+"""ART's generator tuning (Section 3.3): PPO of the generator against the dual reward, logged and resumable.
+
+Work folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
+every ``save_every`` steps); the final adapter with its PPO log and curves goes to ``final_dir`` (a folder
+``hardcse art generate`` takes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.art.config import TuneConfig
+from hardcse.art.generator.model import base_model_source, load_generator
+from hardcse.art.generator.parsing import REASONS, parse_response
+from hardcse.art.generator.prompts import KINDS, render_prompts
+from hardcse.art.plots import plot_ppo_log
+from hardcse.art.ppo import PPOTrainer, RewardFn
+from hardcse.art.reward import DualReward
+from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
+from hardcse.encoder.build import load_encoder
+
+log = logging.getLogger(__name__)
+
+
+def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> RewardFn:
+    """Parse each response, then score it with the dual reward; logs the reward parts and rejection reasons."""
+
+    def score(texts: list[str]) -> tuple[np.ndarray, dict]:
+        parsed = [parse_response(t, a) for t, a in zip(texts, anchors, strict=True)]
+        parts = reward(anchors, parsed, kinds)
+        reasons = Counter(p.reason for p in parsed if not p.ok)
+        stats = parts.summary() | {f"reject_{r}": reasons.get(r, 0) / len(texts) for r in REASONS}
+        for kind in KINDS:
+            rows = np.array([k == kind for k in kinds])
+            stats[f"reward_{kind}"] = float(parts.reward[rows].mean())
+        return parts.reward, stats
+
+    return score
+
+
+def tune_generator(
+    config: TuneConfig,
+    work_dir: str | Path,
+    final_dir: str | Path,
+    train_anchors: list[str] | None = None,
+    discriminator: NLIDiscriminator | None = None,
+) -> Path:
+    """Run ``config.ppo.steps`` PPO steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
+    tuned generator to ``final_dir`` and returns it. Step ``t`` reads the ``t``-th slice of ``train_anchors``
+    (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``."""
+    out_dir = Path(work_dir)
+    final = Path(final_dir)
+    checkpoint = out_dir / "checkpoint"
+    log_path = out_dir / "ppo_log.jsonl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    if train_anchors is None:
+        train_anchors = split_anchors(config.anchors).train
+    discriminator = discriminator or load_discriminator(config.discriminator)
+    reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
+    resuming = (checkpoint / "ppo_state.json").is_file()
+    source = str(checkpoint) if resuming else config.generator.model
+    torch.manual_seed(config.ppo.seed)  # a fresh LoRA adapter's initial weights: the same in every process
+    model, tokenizer = load_generator(source, config.generator, trainable=True)
+    trainer = PPOTrainer(model, tokenizer, config.generator, config.ppo)
+    if resuming:
+        trainer.load_state(checkpoint)
+        kept = [line for line in log_path.read_text().splitlines() if json.loads(line)["step"] <= trainer.step_count]
+        log_path.write_text("".join(line + "\n" for line in kept))
+        log.info("resuming after step %d", trainer.step_count)
+    elif log_path.exists():
+        log_path.unlink()
+
+    batch = config.ppo.batch_size
+    kinds = [KINDS[i % 2] for i in range(batch)]  # positive and negative prompts mixed in every batch
+    with tqdm(total=config.ppo.steps, initial=trainer.step_count, desc="PPO", unit="step") as bar:
+        while trainer.step_count < config.ppo.steps:
+            step = trainer.step_count + 1
+            anchors = anchors_for_step(train_anchors, step, batch)
+            prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
+            torch.manual_seed(config.ppo.seed + step)  # the same step samples the same way after a resume
+            stats = trainer.step(prompts, art_reward_fn(reward, anchors, kinds))
+            with log_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(stats) + "\n")
+            bar.update(1)
+            bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
+            if trainer.step_count % config.ppo.save_every == 0 or trainer.step_count == config.ppo.steps:
+                tmp = out_dir / "checkpoint.tmp"
+                shutil.rmtree(tmp, ignore_errors=True)
+                trainer.save(tmp, base_model_source(config.generator.model))
+                shutil.rmtree(checkpoint, ignore_errors=True)
+                tmp.rename(checkpoint)
+    plot_ppo_log(log_path, out_dir / "ppo_curves.png")
+    shutil.rmtree(final, ignore_errors=True)
+    shutil.copytree(checkpoint, final)
+    for name in ("ppo_log.jsonl", "ppo_curves.png"):
+        shutil.copy2(out_dir / name, final / name)
+    return final
+
+
+def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """``hardcse art tune`` as a run folder: PPO works in ``ppo/`` (checkpoints; a killed run resumes from the
+    last) and the tuned generator lands in ``generator/`` with its PPO log and curves. Returns ``generator/``."""
+    from hardcse.resources import check_model_sources
+    from hardcse.run_folder import RunFolder
+
+    check_model_sources(
+        {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
+    )
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune") as run:
+        final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "ppo", partial))
+        shutil.rmtree(run.dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
+        run.finish()
+    return final

@@ -1,0 +1,58 @@
+"""The ``hardcse`` command: ``hardcse GROUP COMMAND`` (``eval`` stands alone), one module per group.
+
+Parsers import nothing heavy: every handler imports the library it needs, so ``--help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from hardcse.cli import art, datacube, diffaug, evaluate, nli, simcse
+from hardcse.errors import HardcseError
+
+GROUPS = (evaluate, simcse, nli, art, datacube, diffaug)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hardcse", description="Better sentence encoders from hard contrastive data.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="GROUP")
+    for group in GROUPS:
+        group.add_parser(sub)
+    return parser
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hardcse.logs import setup_logging
+
+    parser = build_parser()
+    # key=value overrides may stand anywhere among the flags (argparse takes positionals in one run only)
+    args, rest = parser.parse_known_args(argv)
+    stray = [a for a in rest if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if rest:
+        args.overrides = [*args.overrides, *rest]
+    setup_logging(logging.DEBUG if args.verbose else logging.INFO)
+    _quiet_libraries()
+    try:
+        args.func(args)
+    except HardcseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0

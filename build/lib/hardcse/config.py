@@ -1,0 +1,256 @@
+"""Typed configurations: dataclasses loaded from YAML, overridden by ``key=value``, checked on construction.
+
+The classes live beside the code they configure (``hardcse.training.TrainingSettings``,
+``hardcse.art.config``, ``hardcse.curriculum.config``, ...); this module only loads, checks and saves them.
+A class checks its own values in ``__post_init__`` with the helpers below, so a mistake is reported before any
+work, naming the key and the allowed values. A class lists keys that were renamed in ``RENAMED`` (old -> new):
+an old key in a file gets an error that names the new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from hardcse.atomic import write_text_atomic
+from hardcse.errors import HardcseError
+from hardcse.paths import shipped_config_names, shipped_configs_dir
+
+T = TypeVar("T")
+
+
+class ConfigValueError(HardcseError):
+    """A value out of range or not among the choices; ``key`` is the field (the loader adds the file and the path
+    of parent keys in front of it)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.detail = message
+
+
+def check_choice(key: str, value: object, allowed: Iterable[object]) -> None:
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ConfigValueError(key, f"{value!r} is not one of {', '.join(map(str, allowed))}")
+
+
+def check_positive(key: str, value: float | None, allow_none: bool = False) -> None:
+    """Finite and > 0 (a learning rate, a temperature, a batch size, a number of steps)."""
+    if value is None and allow_none:
+        return
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ConfigValueError(key, f"{value!r} must be a finite number greater than 0")
+
+
+def check_range(key: str, value: float | None, low: float, high: float, allow_none: bool = False) -> None:
+    """Finite and in [low, high] (a probability, a ratio, a weight)."""
+    if value is None and allow_none:
+        return
+    if value is None or not math.isfinite(value) or not low <= value <= high:
+        raise ConfigValueError(key, f"{value!r} must be between {low} and {high}")
+
+
+def check_nonnegative(key: str, value: float | None, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or not math.isfinite(value) or value < 0:
+        raise ConfigValueError(key, f"{value!r} must be a finite number >= 0")
+
+
+@functools.cache
+def _literal_fields(cls: type) -> dict[str, tuple]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: typing.get_args(hints[f.name]) for f in dataclasses.fields(cls) if _is_literal(hints[f.name])}
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is typing.Literal
+
+
+class Checked:
+    """Base of every config dataclass: ``Literal`` fields are checked against their choices, then ``check()``
+    (the class's own range checks) runs, on every construction (from YAML or in code)."""
+
+    def __post_init__(self) -> None:
+        for name, allowed in _literal_fields(type(self)).items():
+            check_choice(name, getattr(self, name), allowed)
+        self.check()
+
+    def check(self) -> None:
+        """Range checks of this class's values; raise :class:`ConfigValueError` naming the key."""
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check and convert a YAML value to a dataclass field type (int->float and str paths allowed)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, where)
+            except HardcseError as e:
+                errors.append(e)
+        raise errors[0]
+    if origin is list:
+        if not isinstance(value, list):
+            raise HardcseError(f"{where}: expected a list, got {value!r}")
+        (item,) = typing.get_args(tp)
+        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise HardcseError(f"{where}: expected a mapping, got {value!r}")
+        return _from_dict(tp, value, where)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp is float and isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            raise HardcseError(f"{where}: expected a number, got {value!r}") from None
+    if tp is bool and not isinstance(value, bool):
+        raise HardcseError(f"{where}: expected true/false, got {value!r}")
+    if tp in (int, float, str) and (not isinstance(value, tp) or isinstance(value, bool) and tp is not bool):
+        raise HardcseError(f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+def _from_dict(cls: type[T], data: dict, where: str) -> T:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    renamed = getattr(cls, "RENAMED", {})
+    for key in data:
+        if key in renamed:
+            raise HardcseError(f"{where}.{key}: this key is now {renamed[key]}; rename it in the config")
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise HardcseError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    data = dict(data)
+    for f in dataclasses.fields(cls):
+        # A partial block updates the field's own default (a method's training defaults), not the class defaults.
+        if f.name in data and isinstance(data[f.name], dict) and f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+            if dataclasses.is_dataclass(default):
+                data[f.name] = _merge(dataclasses.asdict(default), data[f.name])
+    values = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    try:
+        return cls(**values)
+    except ConfigValueError as e:
+        raise HardcseError(f"{where}.{e.key}: {e.detail}") from None
+
+
+def config_path(name: str | Path) -> Path:
+    """A config file: an existing path, else a shipped config named without folder or suffix (``smoke``), so
+    ``--config smoke`` works from any folder."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.exists():
+        raise HardcseError(f"{path}: a config must be a YAML file, not a folder")
+    shipped = shipped_configs_dir() / f"{path.stem}.yaml"
+    if len(path.parts) == 1 and path.suffix in ("", ".yaml") and shipped.is_file():
+        return shipped
+    raise HardcseError(f"{path}: no such config file; the shipped configs are {', '.join(shipped_config_names())}")
+
+
+def _yaml_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise HardcseError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x}); re-save it as UTF-8") from None
+    except OSError as e:
+        raise HardcseError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file's mapping; ``base: other.yaml`` (relative to the file) is read first and updated by the
+    file's own keys, nested mappings key by key."""
+    if path.resolve() in seen:
+        raise HardcseError(f"{path}: `base` files form a cycle")
+    try:
+        data = yaml.safe_load(_yaml_text(path))
+    except yaml.YAMLError as e:
+        raise HardcseError(f"{path}: not valid YAML ({_one_line(e)})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base.strip():
+        raise HardcseError(f"{path}: base: {base!r} must be the path of another config file (relative to this one)")
+    base_path = path.parent / base
+    if not base_path.is_file():
+        raise HardcseError(f"{path}: base: {base}: no such config file ({base_path})")
+    return _merge(_read_yaml(base_path, (*seen, path.resolve())), data)
+
+
+def _one_line(error: yaml.YAMLError) -> str:
+    """A YAML error's problem and position on one line."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
+
+
+def _merge(base: dict, update: dict) -> dict:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> T:
+    """A ``cls`` from a YAML file (optional; ``base: FILE`` inherits another) with ``key=value`` overrides
+    (``a.b=3``; values parsed as YAML)."""
+    data: dict = {}
+    where = cls.__name__
+    if path is not None:
+        path = config_path(path)
+        data = _read_yaml(path)
+        where = str(path)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise HardcseError(f"override {item!r}: write key=value")
+        target = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise HardcseError(f"override {item!r}: {part} is not a block of keys")
+        try:
+            target[leaf] = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as e:
+            raise HardcseError(
+                f"override {item!r}: the value is not valid YAML ({_one_line(e)}); put text with special characters "
+                "in YAML quotes: key='\"text\"'"
+            ) from None
+    return _from_dict(cls, data, where)
+
+
+def config_from_dict(cls: type[T], data: dict, where: str) -> T:
+    """A ``cls`` from a mapping (a saved config), checked as a file would be; errors name ``where``."""
+    return _from_dict(cls, data, where)
+
+
+def config_to_dict(config: Any) -> dict:
+    return dataclasses.asdict(config)
+
+
+def save_config(config: Any, path: str | Path) -> None:
+    """Write the resolved config (every default spelled out) as YAML."""
+    write_text_atomic(path, yaml.safe_dump(config_to_dict(config), sort_keys=False))

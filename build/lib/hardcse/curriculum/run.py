@@ -1,0 +1,42 @@
+"""``hardcse datacube plan|train``: Data-CUBE as one resumable run folder.
+
+    OUT/plan/      plan.json (task order, batches with difficulties and masks) + task_similarity.png
+    OUT/model/     the encoder trained batch by batch in the plan's order (best on STS-B dev) + training.json
+    OUT/eval.json  the STS suite on it
+
+``datacube plan`` runs the first stage only; ``datacube train`` on the same folder (``--resume``) or on a new one
+runs what is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hardcse.curriculum.config import CurriculumConfig
+from hardcse.curriculum.plan import build_plan, load_plan, save_plan
+from hardcse.curriculum.train import train_from_plan
+from hardcse.evaluation.sts import write_sts_eval
+from hardcse.resources import resolve_model
+from hardcse.run_folder import RunFolder
+
+
+def datacube_run(
+    config: CurriculumConfig, out: str | Path, *, train: bool = True, resume: bool = False, overwrite: bool = False
+) -> RunFolder:
+    """Plan (and with ``train``, train and evaluate) into the run folder ``out``; returns it."""
+    resolve_model(config.encoder)  # a missing model fails here, before any work
+    if config.scorer:
+        resolve_model(config.scorer)
+    command = "datacube train" if train else "datacube plan"
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command) as run:
+        plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config), partial))
+        if not train:
+            run.finish()
+            return run
+        model_dir = run.stage(
+            "model", "model", lambda partial: train_from_plan(load_plan(plan_dir), partial), keep_partial=True
+        )
+        if config.eval_tasks:
+            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))
+        run.finish()
+        return run

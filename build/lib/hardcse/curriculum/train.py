@@ -1,0 +1,105 @@
+"""Data-CUBE training: contrastive training that follows a plan batch by batch (the shared training job).
+
+The loss of a batch (one task) is the paper's in-batch contrastive loss,
+    l_j = -log e^{sim(q_j, s_j+)/tau} / sum_k (e^{sim(q_j, s_k+)/tau} + e^{sim(q_j, s_k-)/tau}),   tau = 0.01,
+averaged over the rows whose mask is 1 (the instance curriculum's delta, Section 3.3); masked rows add no loss of
+their own but their positives and negatives stay in every other row's denominator. Instructions are part of the
+texts, so the trainer, its data collator and the saved model stay standard sentence-transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.sampler import DefaultBatchSampler
+from torch import nn
+
+from hardcse.curriculum.plan import Plan, difficulties
+from hardcse.encoder.build import load_encoder
+from hardcse.encoder.contrastive import in_batch_contrastive_loss
+from hardcse.training import TrainOutcome, run_training_job
+
+
+class MaskedInBatchContrastiveLoss(nn.Module):
+    """Columns (anchor, positive, negative) and a 0/1 ``label`` per row: the loss mask."""
+
+    def __init__(self, model: SentenceTransformer, tau: float) -> None:
+        super().__init__()
+        self.model = model
+        self.tau = tau
+
+    def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
+        q, pos, neg = (self.model(f)["sentence_embedding"] for f in sentence_features)
+        return in_batch_contrastive_loss(q, pos, neg, self.tau, mask=labels)
+
+
+class PlanBatchSampler(DefaultBatchSampler):
+    """Yields the plan's batches in the plan's order (the dataset rows are laid out batch after batch)."""
+
+    def __init__(self, dataset: Dataset, sizes: list[int], **kwargs: object) -> None:
+        super().__init__(dataset, **kwargs)
+        self.sizes = sizes
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        start = 0
+        for size in self.sizes:
+            yield list(range(start, start + size))
+            start += size
+
+
+class PlanBatches:
+    """The trainer's ``batch_sampler`` argument: builds a :class:`PlanBatchSampler` (picklable, unlike a lambda,
+    because the trainer saves its arguments with every checkpoint)."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+
+    def __call__(self, dataset: Dataset, **kwargs: object) -> PlanBatchSampler:
+        return PlanBatchSampler(dataset, self.sizes, **kwargs)
+
+
+def underfit_share(model: SentenceTransformer, plan: Plan) -> float:
+    """The share of the plan's instances whose margin phi = sim(q,s+) - sim(q,s-) is below ``underfit_margin``."""
+    phi = np.concatenate([difficulties(model, task) for task in plan.tasks])
+    return float((phi < plan.config.underfit_margin).mean())
+
+
+def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
+    """Train ``plan.config.encoder`` on the plan's batches in order; save the best checkpoint by STS-B dev to
+    ``out_dir`` with ``training.json`` (dev scores, masked rows, underfitting shares before and after)."""
+    config = plan.config
+    rows = plan.instances_in_order()
+    dataset = Dataset.from_dict(
+        {
+            "anchor": [r[0] for r in rows],
+            "positive": [r[1] for r in rows],
+            "negative": [r[2] for r in rows],
+            "label": [float(r[3]) for r in rows],
+        }
+    )
+    model = load_encoder(config.encoder)
+    own_length = model.max_seq_length
+    model.max_seq_length = config.training.max_seq_length  # phi at the training length, before and after
+    before = underfit_share(model, plan)
+    model.max_seq_length = own_length
+    return run_training_job(
+        model,
+        dataset,
+        MaskedInBatchContrastiveLoss(model, config.tau),
+        config.training,
+        out_dir,
+        batch_sampler=PlanBatches([len(b.rows) for b in plan.batches]),
+        before_save=lambda trained: {"underfit_share_after": underfit_share(trained, plan)},
+        record={
+            "masked_rows": int(sum(len(b.mask) - sum(b.mask) for b in plan.batches)),
+            "underfit_share_before": before,
+        },
+    )

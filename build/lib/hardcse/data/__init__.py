@@ -1,0 +1,1 @@
+"""Readers and writers for the data hardcse uses and the formats users bring."""

@@ -1,0 +1,246 @@
+"""One careful reader for every tabular file a user brings: TSV, CSV, JSONL, or one text per line.
+
+Every problem is reported with file and line. With ``on_error="raise"`` (the default) the first problem stops
+the read with a :class:`HardcseError`; with ``on_error="skip"`` the bad record is dropped, counted by reason,
+and the counts are kept on the returned :class:`Table` for the caller to report. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from hardcse.errors import HardcseError
+
+log = logging.getLogger(__name__)
+
+OnError = Literal["raise", "skip"]
+MAX_FIELD_CHARS = 10_000
+FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".txt": "txt"}
+
+csv.field_size_limit(2**31 - 1)  # long fields are caught below with a clear message, not by csv's limit
+
+
+@dataclass
+class Table:
+    """Rows of one file, with the line each row started on and the count of skipped records by reason."""
+
+    path: Path
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    first_problems: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> list[Any]:
+        return [row[name] for row in self.rows]
+
+    def summary(self) -> str:
+        text = f"{self.path}: {len(self.rows)} rows"
+        if self.skipped:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in self.skipped.most_common())
+            text += f", skipped {sum(self.skipped.values())} ({reasons}); first: {self.first_problems[0]}"
+        return text
+
+
+class _Problem(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def detect_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise HardcseError(f"{path}: unknown file type {path.suffix!r}; use one of {', '.join(sorted(FORMATS))}")
+    return fmt
+
+
+def read_table(
+    path: str | Path,
+    columns: Sequence[str],
+    *,
+    converters: Mapping[str, Callable[[str], Any]] | None = None,
+    rename: Mapping[str, str] | None = None,
+    fmt: str | None = None,
+    on_error: OnError = "raise",
+    max_field_chars: int = MAX_FIELD_CHARS,
+    allow_empty: Sequence[str] = (),
+) -> Table:
+    """Read ``columns`` from a file; other columns are ignored.
+
+    ``rename`` maps names in the file to the names asked for (``{"premise": "sentence1"}``);
+    ``converters`` turn a column's text into a value (``{"score": float}``); a failing conversion is a
+    problem of that line. For ``txt`` files the single column is the whole line.
+    """
+    path = Path(path)
+    if on_error not in ("raise", "skip"):
+        raise HardcseError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    if not path.is_file():
+        raise HardcseError(f"{path}: no such file")
+    fmt = fmt or detect_format(path)
+    text, bad_lines = _decode(path, on_error)
+    table = Table(path=path)
+    converters = converters or {}
+    rename = dict(rename or {})
+    for line, raw in _records(path, text, fmt, columns, rename):
+        try:
+            if isinstance(raw, _Problem):
+                raise raw
+            if line in bad_lines:
+                raise _Problem("encoding", f"{path}:{line}: not UTF-8 text")
+            row = _check_row(path, line, raw, columns, converters, max_field_chars, allow_empty)
+        except _Problem as problem:
+            if on_error == "raise":
+                raise HardcseError(
+                    f"{problem}\n  (pass on_error='skip' / --skip-bad-rows to count and skip such rows)"
+                ) from None
+            table.skipped[problem.reason] += 1
+            if len(table.first_problems) < 5:
+                table.first_problems.append(str(problem))
+            continue
+        table.rows.append(row)
+        table.lines.append(line)
+    if table.skipped:
+        log.warning("skipped bad rows: %s", table.summary())
+    return table
+
+
+def _decode(path: Path, on_error: OnError) -> tuple[str, set[int]]:
+    """The file's text, and the numbers of lines that are not UTF-8 (only in skip mode; else an error)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig"), set()
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        if on_error == "raise":
+            raise HardcseError(
+                f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x}); re-save the file as UTF-8"
+            ) from None
+    bad_lines, lines = set(), []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            lines.append(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+        except UnicodeDecodeError:
+            bad_lines.add(number)
+            lines.append(raw.decode("utf-8", errors="replace"))
+    return "\n".join(lines), bad_lines
+
+
+def _records(
+    path: Path, text: str, fmt: str, columns: Sequence[str], rename: dict[str, str]
+) -> Iterator[tuple[int, dict[str, Any] | _Problem]]:
+    if fmt == "txt":
+        if len(columns) != 1:
+            raise HardcseError(f"{path}: a one-per-line text file has one column, not {list(columns)}")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                yield number, {columns[0]: line.strip()}
+        return
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield number, _Problem("bad JSON", f"{path}:{number}: not valid JSON ({e.msg})")
+                continue
+            if not isinstance(obj, dict):
+                yield number, _Problem("bad JSON", f"{path}:{number}: expected a JSON object per line")
+                continue
+            yield number, {rename.get(k, k): v for k, v in obj.items()}
+        return
+    delimiter = "\t" if fmt == "tsv" else ","
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise HardcseError(f"{path}: the file is empty; it needs a header row with {list(columns)}") from None
+    header = [rename.get(name.strip(), name.strip()) for name in header]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise HardcseError(
+            f"{path}:1: missing column(s) {missing}; the header has {header}. "
+            f"Rename the header or map names (e.g. premise->sentence1)."
+        )
+    start = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            yield start, _Problem("broken quoting", f"{path}:{start}: broken quoting ({e}); is a quote not closed?")
+            start = reader.line_num + 1
+            continue
+        end = reader.line_num
+        if end > start and any("\n" in c or "\r" in c for c in cells):
+            yield (
+                start,
+                _Problem(
+                    "broken quoting",
+                    f"{path}:{start}: a quoted field runs over {end - start + 1} lines (to line {end}); "
+                    "a quote is probably not closed",
+                ),
+            )
+        elif not cells or (len(cells) == 1 and not cells[0].strip() and len(header) > 1):
+            pass  # a blank line is not a record
+        elif len(cells) != len(header):
+            yield (
+                start,
+                _Problem(
+                    "wrong number of fields",
+                    f"{path}:{start}: {len(cells)} fields, the header has {len(header)} "
+                    f"(a stray {'tab' if delimiter == chr(9) else 'comma'} or quote?)",
+                ),
+            )
+        else:
+            yield start, dict(zip(header, cells, strict=True))
+        start = end + 1
+
+
+def _check_row(
+    path: Path,
+    line: int,
+    raw: dict[str, Any],
+    columns: Sequence[str],
+    converters: Mapping[str, Callable[[str], Any]],
+    max_field_chars: int,
+    allow_empty: Sequence[str],
+) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name in columns:
+        if name not in raw:
+            raise _Problem("missing field", f"{path}:{line}: no field {name!r}")
+        value = raw[name]
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            value = str(value) if name in converters else value
+        if not isinstance(value, str):
+            raise _Problem("not text", f"{path}:{line}: field {name!r} is {type(value).__name__}, not text")
+        if len(value) > max_field_chars:
+            raise _Problem(
+                "field too long",
+                f"{path}:{line}: field {name!r} has {len(value):,} characters (limit {max_field_chars:,})",
+            )
+        value = value.strip()
+        if not value and name not in allow_empty:
+            raise _Problem("empty field", f"{path}:{line}: field {name!r} is empty")
+        if name in converters and value:
+            try:
+                value = converters[name](value)
+            except (TypeError, ValueError) as e:
+                raise _Problem("bad value", f"{path}:{line}: field {name!r}: {value[:40]!r} ({e})") from None
+        row[name] = value
+    return row

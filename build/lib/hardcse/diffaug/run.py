@@ -1,0 +1,45 @@
+"""``hardcse diffaug train``: DiffAug (or its SimCSE baseline) as one resumable run folder.
+
+OUT/stage1/    the encoder with its tuned prefixes, classifier.safetensors, stage1.json, config.yaml,
+               diagnostics.jsonl + diagnostics.png (delta and kappa against the step)
+OUT/model/     the final encoder (stage 2's best checkpoint on STS-B dev, or stage 1's for prefix-tuning
+               only) with training.json; it encodes with both prefixes
+OUT/eval.json  the STS suite on it
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+
+from hardcse.diffaug.config import DiffAugConfig
+from hardcse.diffaug.data import nli_data
+from hardcse.diffaug.train import run_stage1, run_stage2, stage1_folder
+from hardcse.evaluation.sts import write_sts_eval
+from hardcse.resources import resolve_model
+from hardcse.run_folder import RunFolder
+
+
+def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """Run (or continue) the stages of ``config`` in the run folder ``out``; returns the final model folder."""
+    resolve_model(config.encoder)  # a missing model fails here, not after stage 1
+    reused = stage1_folder(config) if config.stage1_from else None
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train") as run:
+        data = functools.cache(lambda: nli_data(config))  # read only by a stage that still has to run
+        stage1 = run.dir / "stage1"
+        if config.method == "diffaug":
+            if reused is not None:
+                run.stage("stage1", "stage1", lambda partial: shutil.copytree(reused, partial))
+            else:
+                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data(), partial))
+        if 2 in config.stages or config.method == "simcse":
+            model = run.stage(
+                "stage2", "model", lambda partial: run_stage2(config, data(), stage1, partial), keep_partial=True
+            )
+        else:  # prefix-tuning only: stage 1's encoder is the result
+            model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))
+        if config.eval_tasks:
+            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model), config.eval_tasks))
+        run.finish()
+    return model

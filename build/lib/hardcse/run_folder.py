@@ -1,0 +1,252 @@
+"""Run folders: what every long command writes, and how it survives a kill.
+
+    OUT/config.yaml     the resolved configuration (every default written out), frozen at the start
+    OUT/manifest.json   versions, seeds, git commit, world size; per stage: start, end, seconds, attempts
+    OUT/run.log         hardcse's log of every attempt
+    OUT/<stage output>  each stage's file or folder, written under ``NAME.partial`` and renamed when complete
+
+``resume`` skips stages whose output exists and refuses a changed configuration, naming the keys that differ;
+a lock file keeps a second process out; a finished folder is never overwritten unless ``overwrite`` is given,
+which empties it first (no stale file of the old run stays behind).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hardcse.atomic import write_json_atomic
+from hardcse.config import config_to_dict, save_config
+from hardcse.errors import HardcseError
+from hardcse.logs import log_to_file
+
+log = logging.getLogger(__name__)
+PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
+MARKERS = ("config.yaml", "manifest.json")  # a folder holding one of these is a hardcse output
+PARTIAL = ".partial"
+
+
+class RunFolder:
+    """The output folder of one long command. Use as a context manager (it takes the lock and logs to run.log),
+    then run each stage through :meth:`stage`."""
+
+    def __init__(
+        self, path: str | Path, config: Any, *, resume: bool = False, overwrite: bool = False, command: str = ""
+    ) -> None:
+        self.dir = Path(path)
+        self.config = config
+        self.resume = resume
+        self.overwrite = overwrite
+        self.command = command
+        self._stack = ExitStack()
+        self.manifest: dict = {}
+
+    # -- opening -----------------------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Every reason to refuse the folder, before anything is written."""
+        if self.resume and self.overwrite:
+            raise HardcseError("--resume and --overwrite contradict each other: choose one")
+        if self.dir.exists() and not self.dir.is_dir():
+            raise HardcseError(f"{self.dir} is a file; give a folder for --out")
+        saved = self.dir / "config.yaml"
+        if self.resume:
+            if not saved.is_file():
+                raise HardcseError(f"{self.dir} has no config.yaml: nothing to resume; drop --resume to start it")
+            before = yaml.safe_load(saved.read_text(encoding="utf-8"))
+            now = json.loads(json.dumps(config_to_dict(self.config)))
+            changed = differences(before, now)
+            if changed:
+                raise HardcseError(
+                    f"the configuration differs from {saved} in {', '.join(changed)}; a resumed run keeps its "
+                    "configuration (start a new folder to change it)"
+                )
+            return
+        if self.dir.is_dir() and any(self.dir.iterdir()):
+            if not self.overwrite:
+                raise HardcseError(
+                    f"{self.dir} exists and is not empty; pass --resume to continue it, --overwrite to start it "
+                    "again, or choose another folder"
+                )
+            if not any((self.dir / m).exists() for m in MARKERS):
+                raise HardcseError(
+                    f"{self.dir} is not a hardcse output (no config.yaml or manifest.json); --overwrite only "
+                    "replaces hardcse outputs: choose an empty or new folder"
+                )
+
+    def __enter__(self) -> RunFolder:
+        self.check()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._stack.enter_context(exclusive(self.dir / "run.lock"))
+        if self.overwrite:
+            for child in self.dir.iterdir():
+                if child.name != "run.lock":
+                    remove(child)
+        if not self.resume:
+            save_config(self.config, self.dir / "config.yaml")
+        self._stack.enter_context(log_to_file(self.dir / "run.log"))
+        self._open_manifest()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _open_manifest(self) -> None:
+        path = self.dir / "manifest.json"
+        if path.is_file():
+            self.manifest = json.loads(path.read_text(encoding="utf-8"))
+        else:
+            self.manifest = {
+                "command": self.command,
+                "created": now(),
+                "versions": versions(),
+                "git_commit": git_commit(),
+                "seeds": seeds(self.config),
+                "stages": {},
+            }
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.manifest.setdefault("runs", []).append(
+            {"started": now(), "platform": platform.platform(), "world_size": world_size}
+        )
+        self._save_manifest()
+
+    def _save_manifest(self) -> None:
+        write_json_atomic(self.dir / "manifest.json", self.manifest)
+
+    # -- stages ------------------------------------------------------------------------------------------------
+    def stage(
+        self,
+        name: str,
+        output: str | Path,
+        build: Callable[[Path], object],
+        *,
+        keep_partial: bool = False,
+        in_place: bool = False,
+    ) -> Path:
+        """Make ``output`` (a file or folder, relative to the run folder) unless it exists: ``build(partial)``
+        writes it under ``NAME.partial``, which is then renamed. ``keep_partial``: a killed attempt's partial
+        output is handed to the next attempt (training resumes from its checkpoints); otherwise it is removed.
+        ``in_place``: ``build(output)`` writes several files beside ``output`` and ``output`` itself last, atomically
+        (it marks the stage done). Returns the output's path."""
+        final = self.dir / output
+        if final.exists():
+            log.info("stage %s: done, skipped", name)
+            return final
+        partial = final if in_place else final.with_name(final.name + PARTIAL)
+        if partial.exists() and not keep_partial and not in_place:
+            remove(partial)
+        log.info("stage %s: start", name)
+        print(f"== {name}", flush=True)
+        stages = self.manifest["stages"]
+        attempts = stages.get(name, {}).get("attempts", 0) + 1  # counts attempts that were killed
+        entry = stages[name] = {"start": now(), "attempts": attempts}
+        self._save_manifest()
+        start = time.perf_counter()
+        final.parent.mkdir(parents=True, exist_ok=True)
+        build(partial)
+        if not partial.exists():
+            raise HardcseError(f"stage {name} finished without its output; this is a bug")
+        if not in_place:
+            os.replace(partial, final)
+        entry |= {"end": now(), "seconds": round(time.perf_counter() - start, 1)}
+        self._save_manifest()
+        return final
+
+    def record(self, key: str, value: object) -> None:
+        """Add ``key`` to the manifest (for facts of the run that are no stage's output)."""
+        self.manifest[key] = value
+        self._save_manifest()
+
+    def finish(self) -> None:
+        self.manifest["runs"][-1]["finished"] = now()
+        self._save_manifest()
+
+
+def saved_config(run_dir: str | Path) -> Path:
+    """The frozen config of a run folder (what ``--resume`` without ``--config`` reads)."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml); give --config FILE")
+    return path
+
+
+@contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """One process per run folder: a second one would delete the first one's partial outputs."""
+    with lock_path.open("w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HardcseError(f"another process is running {lock_path.parent}; wait for it or stop it") from None
+        yield
+
+
+def remove(path: Path) -> None:
+    """Delete a file, a link or a folder tree."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def differences(a: object, b: object, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two nested mappings."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b)):
+            out += differences(a.get(key), b.get(key), f"{prefix}{key}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def seeds(config: Any) -> dict[str, int]:
+    """Every ``seed`` in the config, by its dotted key."""
+    found: dict[str, int] = {}
+
+    def walk(data: object, prefix: str) -> None:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if key == "seed" and isinstance(value, int):
+                    found[prefix.rstrip(".") or "seed"] = value
+                else:
+                    walk(value, f"{prefix}{key}.")
+
+    walk(config_to_dict(config), "")
+    return found
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None

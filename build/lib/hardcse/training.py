@@ -1,0 +1,228 @@
+"""The one training job of hardcse: SimCSE, Data-CUBE, DiffAug stage 2 and the NLI discriminator all run here.
+
+A method brings its model, its dataset, its loss and (optionally) its batch sampler; the job owns the rest, as
+sentence-transformers' trainers own it for their losses:
+- train on short inputs (``max_seq_length``), evaluate and save at the model's own length;
+- evaluate on the selection set (STS-B dev for encoders) every ``eval_steps`` steps and at the last step;
+- keep the best checkpoint by the dev metric (``load_best_model_at_end``);
+- save into the output folder, delete the checkpoints, write ``training.json`` beside the weights;
+- resume from the newest checkpoint in the folder when a killed job is run again.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+from torch import nn
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
+
+from hardcse.atomic import write_json_atomic
+from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
+
+log = logging.getLogger(__name__)
+DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass
+class TrainingSettings(Checked):
+    """The training block every method shares (its defaults are set by each method's config)."""
+
+    epochs: float = 1.0
+    max_steps: int = -1  # > 0 overrides epochs
+    batch_size: int = 64
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.0
+    max_seq_length: int = 32  # training length (SimCSE's 32); evaluation and the saved model use the model's own
+    eval_steps: int = 50  # the dev metric every N steps and at the last step; the best checkpoint is kept
+    seed: int = 42
+
+    def check(self) -> None:
+        for key in ("batch_size", "learning_rate", "max_seq_length", "eval_steps"):
+            check_positive(key, getattr(self, key))
+        check_nonnegative("epochs", self.epochs)
+        check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0)
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ConfigValueError("max_steps", f"{self.max_steps}: give a number of steps > 0, or -1 to use epochs")
+        if self.max_steps == -1 and self.epochs <= 0:
+            raise ConfigValueError("epochs", f"{self.epochs}: no steps to train; set epochs > 0 or max_steps > 0")
+
+
+@dataclass
+class TrainOutcome:
+    """What a training job kept: the model (best checkpoint) and the record written to ``training.json``."""
+
+    model: Any
+    record: dict
+
+    @property
+    def best_dev(self) -> float | None:
+        return self.record["best_dev"]
+
+    @property
+    def best_step(self) -> int | None:
+        return self.record["best_step"]
+
+
+class EvaluateAtEnd(TrainerCallback):
+    """Evaluate and save at the last step too, so the end of training can be the selected checkpoint even when
+    the number of steps is not a multiple of ``eval_steps``."""
+
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> TrainerControl:
+        if state.global_step == state.max_steps:
+            control.should_evaluate = True
+            control.should_save = True
+        return control
+
+
+class StepTimer(TrainerCallback):
+    """Wall seconds of every optimiser step (forward, backward, update), evaluation and saving excluded."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self._start = 0.0
+
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: object
+    ) -> None:
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: object) -> None:
+        self.seconds.append(time.perf_counter() - self._start)
+
+    def summary(self) -> dict:
+        steady = self.seconds[1:] or self.seconds  # the first step pays for warm-up
+        return {"steps_timed": len(self.seconds), "seconds_per_step": sum(steady) / max(len(steady), 1)}
+
+
+def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str | None) -> dict:
+    """Training-argument values of every hardcse job: seeded, offline and quiet; with a ``metric``, evaluate every
+    ``eval_steps`` steps and keep the best checkpoint."""
+    common = {
+        "output_dir": str(output_dir),
+        "num_train_epochs": settings.epochs,
+        "max_steps": settings.max_steps,
+        "per_device_train_batch_size": settings.batch_size,
+        "per_device_eval_batch_size": settings.batch_size,
+        "learning_rate": settings.learning_rate,
+        "warmup_ratio": settings.warmup_ratio,
+        "logging_steps": max(1, settings.eval_steps // 5),
+        "seed": settings.seed,
+        "data_seed": settings.seed,
+        "report_to": "none",
+        "dataloader_pin_memory": False,
+    }
+    if metric is None:
+        return common | {"save_strategy": "no", "eval_strategy": "no"}
+    return common | {
+        "eval_strategy": "steps",
+        "eval_steps": settings.eval_steps,
+        "save_strategy": "steps",
+        "save_steps": settings.eval_steps,
+        "save_total_limit": 1,
+        "load_best_model_at_end": True,
+        "metric_for_best_model": metric,
+        "greater_is_better": True,
+    }
+
+
+def run_training_job(
+    model: Any,
+    dataset: Dataset,
+    loss: nn.Module,
+    settings: TrainingSettings,
+    out_dir: str | Path,
+    *,
+    evaluator: Any = None,
+    metric: str = DEV_METRIC,
+    batch_sampler: Any = None,
+    callbacks: list[TrainerCallback] | None = None,
+    extra_arguments: dict | None = None,
+    before_save: Callable[[Any], dict] | None = None,
+    record: dict | None = None,
+) -> TrainOutcome:
+    """Train ``model`` on ``dataset`` with ``loss``; keep the best checkpoint by ``metric`` (``evaluator`` scores
+    it; by default STS-B dev at the model's own length; ``metric=None``: no selection, the last step is kept); save
+    it to ``out_dir`` with ``training.json``.
+
+    A SentenceTransformer trains at ``settings.max_seq_length`` and is saved at its own length; a CrossEncoder
+    keeps the length it was built with. ``before_save(model)`` runs on the selected model before the length is
+    restored and it is saved (a measure, or a method's own selection); its dict joins the record, as does
+    ``record``. Checkpoints live in ``out_dir/checkpoints`` until the
+    end, so a job killed and started again on the same folder resumes from the newest one.
+    """
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    out_dir = Path(out_dir)
+    checkpoints = out_dir / CHECKPOINTS
+    is_encoder = isinstance(model, SentenceTransformer)
+    if is_encoder:
+        eval_length = model.max_seq_length
+        model.max_seq_length = settings.max_seq_length
+        if evaluator is None and metric is not None:
+            from hardcse.data.sts import DEV_TASK, load_sts_task
+            from hardcse.evaluation.sts import STSEvaluator
+
+            evaluator = STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=eval_length)
+    elif not isinstance(model, CrossEncoder):
+        raise TypeError(f"run_training_job trains a SentenceTransformer or a CrossEncoder, not {type(model)}")
+    arguments_cls = SentenceTransformerTrainingArguments if is_encoder else CrossEncoderTrainingArguments
+    trainer_cls = SentenceTransformerTrainer if is_encoder else CrossEncoderTrainer
+    extra = dict(extra_arguments or {})
+    if batch_sampler is not None:
+        extra["batch_sampler"] = batch_sampler
+    args = arguments_cls(**trainer_arguments(checkpoints, settings, metric), **extra)
+    timer = StepTimer()
+    trainer = trainer_cls(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        loss=loss,
+        evaluator=evaluator,
+        callbacks=[timer, *([EvaluateAtEnd()] if metric is not None else []), *(callbacks or [])],
+    )
+    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    if last is not None:
+        log.info("resuming training from %s", last)
+    trainer.train(resume_from_checkpoint=last)
+
+    history = [e for e in trainer.state.log_history if metric in e]
+    best = max(history, key=lambda e: e[metric]) if history else None
+    full_record = {
+        **(record or {}),
+        "rows": len(dataset),
+        "steps": trainer.state.global_step,
+        "best_dev": best[metric] if best else None,
+        "best_step": best["step"] if best else None,
+        "dev_history": [{"step": e["step"], "dev": e[metric]} for e in history],
+        "train_loss": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
+        **timer.summary(),
+        "resumed_from": Path(last).name if last else None,
+    }
+    if before_save is not None:
+        full_record |= before_save(model)
+    if is_encoder:
+        model.max_seq_length = eval_length
+        model.save(str(out_dir))
+    else:
+        model.save_pretrained(str(out_dir))
+    shutil.rmtree(checkpoints, ignore_errors=True)  # the best checkpoint now lives in out_dir itself
+    write_json_atomic(out_dir / "training.json", full_record)
+    return TrainOutcome(model, full_record)
+
+
+# Keys that sat at the top of a method's config before the shared training block existed.
+MOVED_TO_TRAINING = {f.name: f"training.{f.name}" for f in fields(TrainingSettings)}

@@ -1,0 +1,156 @@
+"""The bad-input suite: every user mistake is one line `error: ...`, exit status 2, no traceback, nothing written.
+
+Each case is a command line (``{tmp}`` stands for a folder of bad files made below) and a piece of the expected
+message. Every case fails before any model is loaded, so the whole suite takes seconds.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hardcse.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = "configs/smoke.yaml"
+ART = ["art", "run", "--config", SMOKE, "--out", "{tmp}/out"]
+SIMCSE = [
+    "simcse",
+    "train",
+    "--config",
+    "configs/simcse-sup.yaml",
+    "--data",
+    "{tmp}/triplets.csv",
+    "--out",
+    "{tmp}/out",
+]
+DATACUBE = ["datacube", "train", "--config", "configs/datacube-smoke.yaml", "--out", "{tmp}/out"]
+DIFFAUG = ["diffaug", "train", "--config", "configs/diffaug-smoke.yaml", "--out", "{tmp}/out"]
+NLI = ["nli", "train", "--config", "configs/nli-discriminator.yaml", "--out", "{tmp}/out"]
+EVAL = ["eval", "--model", "bundled:minilm-l6", "--pairs"]
+
+
+def bad_files(tmp):
+    """Every bad file the cases name, and a few good ones they need."""
+    files = {
+        "triplets.csv": "sent0,sent1,hard_neg\nA man plays.,A man is playing.,Nobody plays.\n",
+        "header_only.tsv": "sentence1\tsentence2\tscore\n",
+        "one_row.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\n",
+        "constant.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\t3\nE.\tF.\t3\n",
+        "nan.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tnan\nE.\tF.\t1\n",
+        "inf.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tinf\nE.\tF.\t1\n",
+        "empty.tsv": "",
+        "no_score.tsv": "sentence1\tsentence2\tlabel\nA.\tB.\t3\nC.\tD.\t1\n",
+        "unclosed.csv": 'sentence1,sentence2,score\n"A man plays.,A man is playing.,5\nC.,D.,1\n',
+        "fields.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\textra\n",
+        "sheet.xlsx": "not a sheet",
+        "broken.jsonl": '{"anchor": "A."}\n{"anchor": \n',
+        "list.yaml": "- a\n- b\n",
+        "invalid.yaml": "encoder: [unclosed\n",
+        "base_number.yaml": "base: 3\n",
+        "base_list.yaml": "base: [a.yaml]\n",
+        "base_missing.yaml": "base: nowhere.yaml\n",
+        "base_self.yaml": "base: base_self.yaml\n",
+        "renamed.yaml": f"base: {REPO / 'configs' / 'diffaug-smoke.yaml'}\ntemperature: 0.05\n",
+        "a_file": "not a folder",
+    }
+    for name, text in files.items():
+        (tmp / name).write_text(text, encoding="utf-8")
+    (tmp / "latin1.tsv").write_bytes("sentence1\tsentence2\tscore\nCaf\xe9.\tB.\t3\n".encode("latin-1"))
+    (tmp / "latin1.yaml").write_bytes("encoder: caf\xe9\n".encode("latin-1"))
+    (tmp / "empty_dir").mkdir()
+    (tmp / "junk_dir").mkdir()
+    (tmp / "junk_dir" / "notes.txt").write_text("no model here")
+    (tmp / "unfinished_run").mkdir()
+    (tmp / "unfinished_run" / "manifest.json").write_text("{}")
+    (tmp / "runs").mkdir()
+    (tmp / "finished").mkdir()
+    (tmp / "finished" / "config.yaml").write_text("encoder: bundled:minilm-l6\n")
+    (tmp / "finished" / "manifest.json").write_text(json.dumps({"stages": {}}))
+
+
+CASES = {
+    # overrides
+    "override not YAML": ([*ART, "ppo.learning_rate=[1"], "not valid YAML"),
+    "override NaN rate": ([*ART, "ppo.learning_rate=.nan"], "ppo.learning_rate: nan must be a finite number"),
+    "override inf rate": ([*SIMCSE, "training.learning_rate=.inf"], "must be a finite number greater than 0"),
+    "override negative rate": ([*DIFFAUG, "training.learning_rate=-1e-5"], "greater than 0"),
+    "override zero batch": ([*ART, "encoder_training.training.batch_size=0"], "batch_size: 0 must be"),
+    "override negative steps": ([*ART, "ppo.steps=-1"], "ppo.steps: -1 must be"),
+    "override zero temperature": ([*ART, "generator.sampling_temperature=0"], "sampling_temperature: 0.0 must"),
+    "override zero tau": ([*DATACUBE, "tau=0"], "tau: 0.0 must be"),
+    "override NaN max steps": ([*DATACUBE, "training.max_steps=.nan"], "expected int"),
+    "override unknown key": ([*ART, "nope=1"], "unknown key(s) ['nope']"),
+    "override renamed key": ([*DIFFAUG, "temperature=0.05"], "this key is now tau"),
+    "override wrong type": ([*ART, "rounds=two"], "rounds: expected int, got 'two'"),
+    "override empty key": ([*ART, "=3"], "write key=value"),
+    "override into a value": ([*ART, "rounds.x=1"], "rounds is not a block of keys"),
+    "override bad choice": ([*DATACUBE, "task_order=greedy"], "'greedy' is not one of"),
+    # config files
+    "config missing": ([*ART[:3], "{tmp}/nope.yaml", *ART[4:]], "no such config file; the shipped configs are"),
+    "config is a folder": ([*ART[:3], "{tmp}/empty_dir", *ART[4:]], "a config must be a YAML file, not a folder"),
+    "config not UTF-8": ([*ART[:3], "{tmp}/latin1.yaml", *ART[4:]], "not UTF-8 text (byte 0xe9)"),
+    "config not YAML": ([*ART[:3], "{tmp}/invalid.yaml", *ART[4:]], "not valid YAML"),
+    "config a list": ([*ART[:3], "{tmp}/list.yaml", *ART[4:]], "the top level must be a mapping"),
+    "config base number": ([*ART[:3], "{tmp}/base_number.yaml", *ART[4:]], "base: 3 must be the path"),
+    "config base list": ([*ART[:3], "{tmp}/base_list.yaml", *ART[4:]], "must be the path of another config"),
+    "config base missing": ([*ART[:3], "{tmp}/base_missing.yaml", *ART[4:]], "base: nowhere.yaml: no such config"),
+    "config base cycle": ([*ART[:3], "{tmp}/base_self.yaml", *ART[4:]], "`base` files form a cycle"),
+    "config renamed key": ([*DIFFAUG[:3], "{tmp}/renamed.yaml", *DIFFAUG[4:]], "temperature: this key is now tau"),
+    "no config": (["art", "run", "--out", "{tmp}/out"], "give --config FILE"),
+    # output folders and run folders
+    "out is a file": ([*ART[:5], "{tmp}/a_file"], "--out {tmp}/a_file: this is a file"),
+    "out inside a file": ([*ART[:5], "{tmp}/a_file/run"], "a_file is a file, so no folder can be made"),
+    "out finished": ([*ART[:5], "{tmp}/finished"], "exists and is not empty; pass --resume"),
+    "resume nothing": (["art", "run", "--out", "{tmp}/out", "--resume"], "not a run folder (no config.yaml)"),
+    "resume and overwrite": ([*ART, "--resume", "--overwrite"], "--resume and --overwrite contradict"),
+    "resume changed config": ([*ART[:5], "{tmp}/finished", "--resume"], "the configuration differs"),
+    "overwrite a non-run": ([*ART[:5], "{tmp}/junk_dir", "--overwrite"], "is not a hardcse output"),
+    # model sources
+    "model typo under a local folder": ([*ART, "encoder={tmp}/runs/typo"], "no such folder (and not a hub id)"),
+    "model relative typo": ([*ART, "encoder=./nope"], "model './nope': no such folder"),
+    "model with a space": ([*SIMCSE, "encoder=my model"], "model 'my model': no such folder"),
+    "model empty folder": ([*ART, "encoder={tmp}/empty_dir"], "empty_dir: this folder holds no model"),
+    "model folder of junk": ([*DIFFAUG, "encoder={tmp}/junk_dir"], "junk_dir: this folder holds no model"),
+    "model is a file": ([*DATACUBE, "encoder={tmp}/a_file"], "a model source must be a folder, not a file"),
+    "model unfinished run": ([*SIMCSE, "encoder={tmp}/unfinished_run"], "has no finished model/ yet"),
+    "model unknown bundled": ([*NLI, "base_model=bundled:nope"], "unknown bundled model 'bundled:nope'"),
+    "eval model typo": (["eval", "--model", "{tmp}/runs/typo"], "runs/typo': no such folder"),
+    "generator typo": ([*ART, "generator.model={tmp}/runs/typo"], "generator.model: model"),
+    # evaluation files and other readers
+    "pairs header only": ([*EVAL, "{tmp}/header_only.tsv"], "at least two pairs with different 'score' values; 0"),
+    "pairs one row": ([*EVAL, "{tmp}/one_row.tsv"], "1 pair(s)"),
+    "pairs constant": ([*EVAL, "{tmp}/constant.tsv"], "all 3 scores are 3"),
+    "pairs NaN score": ([*EVAL, "{tmp}/nan.tsv"], "nan.tsv:3: field 'score': 'nan' (not a finite number)"),
+    "pairs inf score": ([*EVAL, "{tmp}/inf.tsv"], "inf.tsv:3: field 'score'"),
+    "pairs empty file": ([*EVAL, "{tmp}/empty.tsv"], "the file is empty"),
+    "pairs missing column": ([*EVAL, "{tmp}/no_score.tsv"], "missing column(s) ['score']"),
+    "pairs not UTF-8": ([*EVAL, "{tmp}/latin1.tsv"], "latin1.tsv:2: not UTF-8 text"),
+    "pairs unclosed quote": ([*EVAL, "{tmp}/unclosed.csv"], "unclosed.csv:2: broken quoting"),
+    "pairs extra field": ([*EVAL, "{tmp}/fields.tsv"], "fields.tsv:2: 4 fields, the header has 3"),
+    "pairs unknown type": ([*EVAL, "{tmp}/sheet.xlsx"], "unknown file type '.xlsx'"),
+    "pairs missing": ([*EVAL, "{tmp}/nope.tsv"], "nope.tsv: no such file"),
+    "eval unknown task": (["eval", "--model", "bundled:minilm-l6", "--tasks", "STS-X"], "unknown task(s) ['STS-X']"),
+    "eval out is a file": ([*EVAL, "{tmp}/constant.tsv", "--out", "{tmp}/a_file"], "--out {tmp}/a_file: this is a"),
+    "simcse data missing": ([*SIMCSE[:5], "{tmp}/nope.csv", *SIMCSE[6:]], "nope.csv: no such file"),
+    "judge broken JSONL": (
+        ["art", "judge", "--synthetic", "{tmp}/broken.jsonl", "--judge", "bundled:minilm-l6"],
+        "broken.jsonl:2: not valid JSON",
+    ),
+    "datacube data folder": ([*DATACUBE, "data={tmp}/empty_dir"], "no instructions.yaml"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_user_mistake_is_one_line_exit_2_and_leaves_nothing(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    bad_files(tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    args, expected = CASES[name]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert expected.replace("{tmp}", str(tmp_path)) in lines[0]
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written or removed
