@@ -52,3 +52,16 @@ def test_trainer_evaluator_restores_the_training_length(tiny_encoder):
     tiny_encoder.max_seq_length = 8
     metrics = STSEvaluator(pairs, name="sts-dev", max_seq_length=64)(tiny_encoder)
     assert set(metrics) == {"sts-dev_spearman"} and tiny_encoder.max_seq_length == 8
+
+
+def test_the_cls_mlp_head_is_drawn_from_its_seed_alone(tiny_encoder_dir):
+    import torch
+
+    from hardcse.encoder.build import load_encoder
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    heads = [load_encoder(str(tiny_encoder_dir), "cls_mlp", head_seed=s)[2] for s in (7, 7, 8)]
+    assert torch.equal(torch.get_rng_state(), before)  # the global generator is untouched
+    weights = [h.linear.weight for h in heads]
+    assert torch.equal(weights[0], weights[1]) and not torch.equal(weights[0], weights[2])
