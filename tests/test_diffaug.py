@@ -11,6 +11,7 @@ from transformers import DynamicCache
 from conftest import SENTENCES, run_until_killed
 from hardcse.cli import main as hardcse
 from hardcse.config import load_config
+from hardcse.data.jsonl import jsonl_text, read_jsonl
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.diagnostics import Stage1Diagnostics, representation_divergence, weight_convergence
@@ -227,6 +228,33 @@ def test_stage1_length_rules(prefixed_encoder, tmp_path):
         converged.rows.append({"step": step, "kappa": kappa})
         converged._check(converged.rows[-1], control)
     assert control.should_training_stop and converged.selected_step == 10
+
+
+def test_a_resumed_stage1_keeps_its_diagnostics_and_the_peak_before_the_kill(prefixed_encoder, tmp_path):
+    probe = (SENTENCES[:4], SENTENCES[4:])
+    log_path = tmp_path / "diagnostics.jsonl"
+    control = type("Control", (), {"should_training_stop": False})()
+    first = Stage1Diagnostics(prefixed_encoder, probe, 1, log_path, "delta_peak")
+    transformer = prefixed(prefixed_encoder)
+    rows = [{"step": 0, "delta": 0.1, "kappa": 1.0}, {"step": 1, "delta": 0.9, "kappa": 1.0}]
+    for row in rows:
+        first._check(row, control)  # the peak (step 1) is saved beside the log
+    peak = {k: v.clone() for k, v in transformer.prefixes.state_dict().items()}
+    later = [{"step": 2, "delta": 0.5, "kappa": 1.0}, {"step": 3, "delta": 0.2, "kappa": 1.0}]
+    log_path.write_text(jsonl_text(rows + later) + '{"step": 4, "del')  # killed while writing step 4
+    with torch.no_grad():
+        for p in transformer.prefixes.parameters():
+            p.add_(1.0)  # the model moved on after the peak
+
+    resumed = Stage1Diagnostics(prefixed_encoder, probe, 1, log_path, "delta_peak")
+    state = type("State", (), {"global_step": 2})()  # the checkpoint it resumes from
+    resumed.on_train_begin(None, state, control)
+    assert [r["step"] for r in resumed.rows] == [0, 1, 2] and read_jsonl(log_path) == resumed.rows
+    resumed.restore_selected()
+    assert resumed.selected_step == 1
+    assert all(torch.equal(v, peak[k]) for k, v in transformer.prefixes.state_dict().items())
+    resumed.discard_saved_peak()
+    assert not (tmp_path / "delta_peak_prefixes.pt").exists()
 
 
 def test_label_scarce_sample_is_seeded(tmp_path, tiny_encoder_dir, nli_file, corpus):

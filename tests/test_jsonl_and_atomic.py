@@ -70,3 +70,17 @@ def test_replace_dir_swaps_in_the_new_folder(tmp_path):
     assert (target / "state.json").read_text() == "step 2"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
     assert recover_dir(tmp_path / "never") is None
+
+
+def test_resume_skips_a_checkpoint_the_kill_left_half_written(tmp_path):
+    from hardcse.training import last_complete_checkpoint
+
+    for step, complete in ((2, True), (10, True), (12, False)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_text("weights")
+        if complete:
+            (folder / "trainer_state.json").write_text("{}")  # the Trainer writes it last
+    assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # by number, not by name
+    assert not (tmp_path / "checkpoint-12").exists()
+    assert last_complete_checkpoint(tmp_path / "none") is None

@@ -107,6 +107,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         },
         before_save=select_prefixes,
     )
+    diagnostics.discard_saved_peak()
     steps_run = outcome.record["steps"]
     selected = outcome.record["selected_step"] if outcome.record["selected_step"] is not None else steps_run
     save_file({k: v.contiguous() for k, v in classifier.state_dict().items()}, str(out_dir / CLASSIFIER_WEIGHTS))
