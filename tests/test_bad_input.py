@@ -40,6 +40,7 @@ def bad_files(tmp):
         "nan.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tnan\nE.\tF.\t1\n",
         "inf.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tinf\nE.\tF.\t1\n",
         "empty.tsv": "",
+        "empty.txt": "\n\n",
         "no_score.tsv": "sentence1\tsentence2\tlabel\nA.\tB.\t3\nC.\tD.\t1\n",
         "unclosed.csv": 'sentence1,sentence2,score\n"A man plays.,A man is playing.,5\nC.,D.,1\n',
         "fields.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\textra\n",
@@ -137,6 +138,17 @@ CASES = {
         ["art", "judge", "--synthetic", "{tmp}/broken.jsonl", "--judge", "bundled:minilm-l6"],
         "broken.jsonl:2: not valid JSON",
     ),
+    "generate limit 0": (
+        ["art", "generate", "--config", "tune-cpu", "--out", "{tmp}/out", "--limit", "0"],
+        "--limit 0",
+    ),
+    "generate no anchors": (
+        ["art", "generate", "--config", "tune-cpu", "--out", "{tmp}/out", "--anchors", "{tmp}/empty.txt"],
+        "no anchor sentences",
+    ),
+    "usage: unknown command": (["art", "nope"], "invalid choice: 'nope'"),
+    "usage: stray argument": (["eval", "--model", "bundled:minilm-l6", "stray"], "unrecognized arguments: stray"),
+    "usage: bad number": (["art", "generate", "--out", "{tmp}/out", "--limit", "x"], "invalid int value: 'x'"),
     "datacube data folder": ([*DATACUBE, "data={tmp}/empty_dir"], "no instructions.yaml"),
 }
 

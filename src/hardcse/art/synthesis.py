@@ -26,6 +26,7 @@ from hardcse.atomic import write_text_atomic
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
+from hardcse.errors import HardcseError
 
 
 @dataclass
@@ -142,7 +143,11 @@ def synthesis_run(
     texts = (
         split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
     )
+    if limit is not None and limit < 1:
+        raise HardcseError(f"--limit {limit}: give a number of anchors of at least 1 (or leave it out for all)")
     texts = texts[:limit] if limit else texts
+    if not texts:
+        raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
     source = generator or config.generator.model
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:
