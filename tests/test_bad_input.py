@@ -41,6 +41,7 @@ def bad_files(tmp):
         "inf.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tinf\nE.\tF.\t1\n",
         "empty.tsv": "",
         "empty.txt": "\n\n",
+        "good.jsonl": '{"anchor": "A.", "positive": "B.", "negative": "C."}\n',
         "no_score.tsv": "sentence1\tsentence2\tlabel\nA.\tB.\t3\nC.\tD.\t1\n",
         "unclosed.csv": 'sentence1,sentence2,score\n"A man plays.,A man is playing.,5\nC.,D.,1\n',
         "fields.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\textra\n",
@@ -59,6 +60,8 @@ def bad_files(tmp):
         (tmp / name).write_text(text, encoding="utf-8")
     (tmp / "latin1.tsv").write_bytes("sentence1\tsentence2\tscore\nCaf\xe9.\tB.\t3\n".encode("latin-1"))
     (tmp / "latin1.yaml").write_bytes("encoder: caf\xe9\n".encode("latin-1"))
+    (tmp / "corrupt_model").mkdir()
+    (tmp / "corrupt_model" / "config.json").write_text("{not json")
     (tmp / "empty_dir").mkdir()
     (tmp / "junk_dir").mkdir()
     (tmp / "junk_dir" / "notes.txt").write_text("no model here")
@@ -116,6 +119,11 @@ CASES = {
     "model is a file": ([*DATACUBE, "encoder={tmp}/a_file"], "a model source must be a folder, not a file"),
     "model unfinished run": ([*SIMCSE, "encoder={tmp}/unfinished_run"], "has no finished model/ yet"),
     "model unknown bundled": ([*NLI, "base_model=bundled:nope"], "unknown bundled model 'bundled:nope'"),
+    "eval corrupt model": (["eval", "--model", "{tmp}/corrupt_model", "--tasks", "STS-B-dev"], "could not be loaded"),
+    "judge corrupt model": (
+        ["art", "judge", "--synthetic", "{tmp}/good.jsonl", "--judge", "{tmp}/corrupt_model"],
+        "NLI model {tmp}/corrupt_model: could not be loaded",
+    ),
     "eval model typo": (["eval", "--model", "{tmp}/runs/typo"], "runs/typo': no such folder"),
     "generator typo": ([*ART, "generator.model={tmp}/runs/typo"], "generator.model: model"),
     # evaluation files and other readers

@@ -19,3 +19,34 @@ def write_json_atomic(path: str | Path, data: object) -> Path:
     import json
 
     return write_text_atomic(path, json.dumps(data, indent=2))
+
+
+def replace_dir(new: str | Path, target: str | Path) -> Path:
+    """Put the complete folder ``new`` in place of ``target`` so that a kill at any moment leaves a complete
+    folder: ``target`` is first renamed to ``TARGET.old``, then ``new`` to ``target``, then the old one is removed.
+    :func:`recover_dir` finishes or undoes an interrupted replacement."""
+    import shutil
+
+    new, target = Path(new), Path(target)
+    old = target.with_name(target.name + ".old")
+    recover_dir(target)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def recover_dir(target: str | Path) -> Path | None:
+    """After a kill inside :func:`replace_dir`: the complete ``target`` (the new one if it was already in place,
+    else the old one put back), or None if there is none."""
+    import shutil
+
+    target = Path(target)
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        if target.exists():
+            shutil.rmtree(old)
+        else:
+            os.replace(old, target)
+    return target if target.exists() else None

@@ -8,10 +8,12 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import socket
 from pathlib import Path
 
+from hardcse.atomic import replace_dir
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
 
@@ -85,9 +87,13 @@ def convert_gguf(gguf_file: Path, target: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     fresh.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
-    return target
+    return replace_dir(tmp, target)
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+# A folder holds a model if it has one of these: a transformers config, a sentence-transformers module list, a
+# LoRA adapter, or a hardcse generator adapter.
+MODEL_MARKERS = ("config.json", "modules.json", "adapter_config.json", "generator.json")
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -108,20 +114,29 @@ def hub_model_dir(repo_id: str) -> Path:
     except LocalEntryNotFoundError:
         pass
     fix = (
-        f"download it on a machine with network access (`hf download {repo_id} --local-dir DIR`), "
-        "copy the folder here and pass that folder instead"
+        f"if it is a hub id, download it on a machine with network access (`hf download {repo_id} --local-dir "
+        "DIR`), copy the folder here and pass that folder instead"
     )
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false") or not _hub_reachable():
-        raise HardcseError(f"model {repo_id!r} is not a local folder, not cached, and the hub is unreachable: {fix}")
+        raise HardcseError(
+            f"model {repo_id!r}: no such folder, not in the hub cache, and the hub is unreachable; {fix}"
+        )
     try:
-        return Path(snapshot_download(repo_id))
+        return Path(snapshot_download(repo_id, etag_timeout=10))
     except Exception as e:  # any hub failure (missing repo, gated, network) becomes one clear message
         raise HardcseError(f"could not download {repo_id!r} from the hub ({type(e).__name__}: {e}); {fix}") from None
 
 
+def could_be_hub_id(source: str) -> bool:
+    """``owner/name`` that is not a local-looking path: a local folder named like the owner (``runs/typo`` where
+    ``runs/`` exists) makes it a path, as do ``./``, ``/``, ``~`` and backslashes."""
+    return HUB_ID.fullmatch(source) is not None and not Path(source.split("/")[0]).exists()
+
+
 def resolve_model(source: str) -> Path:
     """A local folder for a model source: ``bundled:minilm-l6``, ``bundled:smollm2-135m``, a folder, or a hub id.
-    A hardcse run folder (``manifest.json`` and a finished ``model/``) stands for its ``model/``."""
+    A hardcse run folder (``manifest.json`` and a finished ``model/``) stands for its ``model/``. Nothing is
+    contacted unless ``source`` can only be a hub id."""
     if source == BUNDLED_ENCODER:
         return bundled_encoder_dir()
     if source == BUNDLED_GENERATOR:
@@ -132,12 +147,19 @@ def resolve_model(source: str) -> Path:
     if path.exists():
         if not path.is_dir():
             raise HardcseError(f"{path}: a model source must be a folder, not a file")
-        if (path / "manifest.json").is_file() and (path / "model").is_dir():
-            return path / "model"
+        if (path / "manifest.json").is_file():
+            if not (path / "model").is_dir():
+                raise HardcseError(f"{path}: this run folder has no finished model/ yet; finish it with --resume")
+            path = path / "model"
+        if not any((path / marker).is_file() for marker in MODEL_MARKERS):
+            raise HardcseError(f"{path}: this folder holds no model (none of {', '.join(MODEL_MARKERS)})")
         return path
-    if source.count("/") == 1 and not source.startswith((".", "/", "~")):
+    if could_be_hub_id(source):
         return hub_model_dir(source)
-    raise HardcseError(f"model {source!r}: no such folder, and not a hub id (owner/name)")
+    raise HardcseError(
+        f"model {source!r}: no such folder (and not a hub id); give an existing folder, a run folder, "
+        f"{BUNDLED_ENCODER} or {BUNDLED_GENERATOR}"
+    )
 
 
 def check_model_sources(sources: dict[str, str | None]) -> None:

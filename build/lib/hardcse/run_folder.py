@@ -60,8 +60,7 @@ class RunFolder:
         """Every reason to refuse the folder, before anything is written."""
         if self.resume and self.overwrite:
             raise HardcseError("--resume and --overwrite contradict each other: choose one")
-        if self.dir.exists() and not self.dir.is_dir():
-            raise HardcseError(f"{self.dir} is a file; give a folder for --out")
+        check_output_folder(self.dir)
         saved = self.dir / "config.yaml"
         if self.resume:
             if not saved.is_file():
@@ -89,6 +88,9 @@ class RunFolder:
 
     def __enter__(self) -> RunFolder:
         self.check()
+        # a user error before any stage finishes removes what this command made (nothing half-made stays behind)
+        self._existed = self.dir.exists()
+        self._made_here = not self.resume and (self.overwrite or not self._existed or not any(self.dir.iterdir()))
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stack.enter_context(exclusive(self.dir / "run.lock"))
         if self.overwrite:
@@ -101,8 +103,14 @@ class RunFolder:
         self._open_manifest()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
         self._stack.close()
+        finished = any("end" in stage for stage in self.manifest.get("stages", {}).values())
+        if exc_type is not None and issubclass(exc_type, HardcseError) and self._made_here and not finished:
+            for child in self.dir.iterdir() if self._existed else []:
+                remove(child)
+            if not self._existed:
+                shutil.rmtree(self.dir, ignore_errors=True)
 
     def _open_manifest(self) -> None:
         path = self.dir / "manifest.json"
@@ -173,6 +181,16 @@ class RunFolder:
     def finish(self) -> None:
         self.manifest["runs"][-1]["finished"] = now()
         self._save_manifest()
+
+
+def check_output_folder(path: Path) -> None:
+    """``--out`` can be a folder: it is one or can be made (no file in the way, a writable parent)."""
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        where = "this is a file" if existing == path else f"{existing} is a file, so no folder can be made in it"
+        raise HardcseError(f"--out {path}: {where}; give a folder (new or empty)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise HardcseError(f"--out {path}: {existing} is not writable; choose another folder")
 
 
 def saved_config(run_dir: str | Path) -> Path:

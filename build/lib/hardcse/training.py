@@ -12,6 +12,7 @@ sentence-transformers' trainers own it for their losses:
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -22,7 +23,6 @@ from typing import Any
 from datasets import Dataset
 from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
@@ -194,7 +194,8 @@ def run_training_job(
         evaluator=evaluator,
         callbacks=[timer, *([EvaluateAtEnd()] if metric is not None else []), *(callbacks or [])],
     )
-    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
+    last = last_complete_checkpoint(checkpoints)
     if last is not None:
         log.info("resuming training from %s", last)
     trainer.train(resume_from_checkpoint=last)
@@ -219,9 +220,28 @@ def run_training_job(
         model.save(str(out_dir))
     else:
         model.save_pretrained(str(out_dir))
-    shutil.rmtree(checkpoints, ignore_errors=True)  # the best checkpoint now lives in out_dir itself
     write_json_atomic(out_dir / "training.json", full_record)
+    # the best checkpoint now lives in out_dir itself; renamed first, so a kill never leaves a half-deleted one
+    if checkpoints.is_dir():
+        trash = out_dir / (CHECKPOINTS + ".old")
+        os.replace(checkpoints, trash)
+        shutil.rmtree(trash)
     return TrainOutcome(model, full_record)
+
+
+def last_complete_checkpoint(checkpoints: Path) -> str | None:
+    """The newest ``checkpoint-N`` the Trainer finished writing (it writes ``trainer_state.json`` last); newer ones
+    that a kill left half-written are removed, so resuming never loads a torn checkpoint."""
+    if not checkpoints.is_dir():
+        return None
+    found = sorted(
+        (p for p in checkpoints.iterdir() if p.is_dir() and p.name.startswith("checkpoint-")),
+        key=lambda p: int(p.name.removeprefix("checkpoint-")) if p.name.removeprefix("checkpoint-").isdigit() else -1,
+    )
+    while found and not (found[-1] / "trainer_state.json").is_file():
+        log.warning("removing %s: a kill left it half-written", found[-1])
+        shutil.rmtree(found.pop())
+    return str(found[-1]) if found else None
 
 
 # Keys that sat at the top of a method's config before the shared training block existed.

@@ -17,7 +17,7 @@ import torch
 from sentence_transformers.cross_encoder import CrossEncoder
 
 from hardcse.data.nli import EVAL_FILES, LABELS, read_nli_files
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,10 @@ class NLIDiscriminator:
 
     @classmethod
     def load(cls, source: str, max_length: int | None = None) -> NLIDiscriminator:
-        return cls(CrossEncoder(str(resolve_model(source)), local_files_only=True, max_length=max_length))
+        path = resolve_model(source)
+        with loading(f"NLI model {source}"):
+            model = CrossEncoder(str(path), local_files_only=True, max_length=max_length)
+        return cls(model)
 
     def predict_proba(
         self,

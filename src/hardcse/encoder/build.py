@@ -11,7 +11,7 @@ from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
 
 from hardcse.encoder import POOLINGS
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
 
@@ -40,7 +40,10 @@ def load_encoder(
     if pooling not in POOLINGS:
         raise HardcseError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     path = resolve_model(source)
-    model = SentenceTransformer(str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path))
+    with loading(f"encoder {source}"):
+        model = SentenceTransformer(
+            str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path)
+        )
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     if pooling == "default":

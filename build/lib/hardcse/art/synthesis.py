@@ -23,8 +23,10 @@ from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import sample
 from hardcse.art.reward import DualReward
 from hardcse.atomic import write_text_atomic
+from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
+from hardcse.errors import HardcseError
 
 
 @dataclass
@@ -99,7 +101,7 @@ def synthesize(
             record["drop_reason"] = drop_reason(record, filter_config)
             records.append(record)
     seconds = time.perf_counter() - start
-    write_text_atomic(out_dir / "synthetic.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
     kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
     write_triplets(out_dir / "triplets.csv", kept)
     report = SynthesisReport(
@@ -141,7 +143,11 @@ def synthesis_run(
     texts = (
         split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
     )
+    if limit is not None and limit < 1:
+        raise HardcseError(f"--limit {limit}: give a number of anchors of at least 1 (or leave it out for all)")
     texts = texts[:limit] if limit else texts
+    if not texts:
+        raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
     source = generator or config.generator.model
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:

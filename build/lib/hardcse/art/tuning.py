@@ -7,7 +7,6 @@ every ``save_every`` steps); the final adapter with its PPO log and curves goes 
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from collections import Counter
@@ -25,6 +24,8 @@ from hardcse.art.generator.prompts import KINDS, render_prompts
 from hardcse.art.plots import plot_ppo_log
 from hardcse.art.ppo import PPOTrainer, RewardFn
 from hardcse.art.reward import DualReward
+from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
+from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.encoder.build import load_encoder
 
@@ -67,6 +68,7 @@ def tune_generator(
         train_anchors = split_anchors(config.anchors).train
     discriminator = discriminator or load_discriminator(config.discriminator)
     reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
+    recover_dir(checkpoint)  # a kill while the checkpoint was being replaced leaves a complete one in place
     resuming = (checkpoint / "ppo_state.json").is_file()
     source = str(checkpoint) if resuming else config.generator.model
     torch.manual_seed(config.ppo.seed)  # a fresh LoRA adapter's initial weights: the same in every process
@@ -74,9 +76,16 @@ def tune_generator(
     trainer = PPOTrainer(model, tokenizer, config.generator, config.ppo)
     if resuming:
         trainer.load_state(checkpoint)
-        kept = [line for line in log_path.read_text().splitlines() if json.loads(line)["step"] <= trainer.step_count]
-        log_path.write_text("".join(line + "\n" for line in kept))
-        log.info("resuming after step %d", trainer.step_count)
+        # steps logged after the checkpoint are redone; a torn last line (killed mid-write) is dropped
+        logged, torn = read_jsonl_log(log_path) if log_path.is_file() else ([], 0)
+        kept = [row for row in logged if row["step"] <= trainer.step_count]
+        write_text_atomic(log_path, jsonl_text(kept))
+        log.info(
+            "resuming after step %d (dropped %d logged step(s) after the checkpoint, %d torn line(s))",
+            trainer.step_count,
+            len(logged) - len(kept),
+            torn,
+        )
     elif log_path.exists():
         log_path.unlink()
 
@@ -90,15 +99,14 @@ def tune_generator(
             torch.manual_seed(config.ppo.seed + step)  # the same step samples the same way after a resume
             stats = trainer.step(prompts, art_reward_fn(reward, anchors, kinds))
             with log_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(stats) + "\n")
+                append_jsonl(fh, stats)
             bar.update(1)
             bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
             if trainer.step_count % config.ppo.save_every == 0 or trainer.step_count == config.ppo.steps:
                 tmp = out_dir / "checkpoint.tmp"
                 shutil.rmtree(tmp, ignore_errors=True)
                 trainer.save(tmp, base_model_source(config.generator.model))
-                shutil.rmtree(checkpoint, ignore_errors=True)
-                tmp.rename(checkpoint)
+                replace_dir(tmp, checkpoint)
     plot_ppo_log(log_path, out_dir / "ppo_curves.png")
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(checkpoint, final)

@@ -9,6 +9,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from hardcse.cli import art, datacube, diffaug, evaluate, nli, simcse
 from hardcse.errors import HardcseError
@@ -16,8 +17,15 @@ from hardcse.errors import HardcseError
 GROUPS = (evaluate, simcse, nli, art, datacube, diffaug)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported like every other: one line, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hardcse", description="Better sentence encoders from hard contrastive data.")
+    parser = Parser(prog="hardcse", description="Better sentence encoders from hard contrastive data.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="GROUP")
     for group in GROUPS:
@@ -26,7 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _quiet_libraries() -> None:
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import transformers
 
@@ -38,11 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     from hardcse.logs import setup_logging
 
     parser = build_parser()
-    # key=value overrides may stand anywhere among the flags (argparse takes positionals in one run only)
-    args, rest = parser.parse_known_args(argv)
-    stray = [a for a in rest if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
-    if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    try:
+        # key=value overrides may stand anywhere among the flags (argparse takes positionals in one run only)
+        args, rest = parser.parse_known_args(argv)
+        stray = [a for a in rest if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+        if stray:
+            parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    except SystemExit as e:  # --help (0) or a usage mistake (2): a status to return, as for every other outcome
+        return int(e.code or 0)
     if rest:
         args.overrides = [*args.overrides, *rest]
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)

@@ -102,8 +102,9 @@ def judge(args: argparse.Namespace) -> None:
     from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator
 
+    synthetic = {str(path): read_jsonl(path) for path in args.synthetic}  # every file read before the model loads
     model = NLIDiscriminator.load(args.judge)
-    results = {str(path): judge_records(read_jsonl(path), model) for path in args.synthetic}
+    results = {name: judge_records(records, model) for name, records in synthetic.items()}
     print(judge_table_markdown(results))
     for name, r in results.items():
         print(f"\nexamples from {name}:")

@@ -27,7 +27,10 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.encoder.build import load_encoder
     from hardcse.errors import HardcseError
     from hardcse.evaluation.sts import sts_record
+    from hardcse.run_folder import check_output_folder
 
+    if args.out:
+        check_output_folder(Path(args.out))
     unknown = [t for t in args.tasks if t not in ALL_TASKS]
     if unknown:
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")

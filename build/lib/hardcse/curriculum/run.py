@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hardcse.curriculum.config import CurriculumConfig
-from hardcse.curriculum.plan import build_plan, load_plan, save_plan
+from hardcse.curriculum.plan import build_plan, load_plan, load_tasks, save_plan
 from hardcse.curriculum.train import train_from_plan
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import resolve_model
@@ -27,6 +27,8 @@ def datacube_run(
     resolve_model(config.encoder)  # a missing model fails here, before any work
     if config.scorer:
         resolve_model(config.scorer)
+    if config.data != "builtin":
+        load_tasks(config)  # a user's task data is read and checked before any folder is made
     command = "datacube train" if train else "datacube plan"
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command) as run:
         plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config), partial))

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from hardcse.data.corpus import WIKI_SENTENCES, read_sentences
+from hardcse.data.jsonl import read_jsonl_numbered, read_utf8
 from hardcse.data.nli import LABEL_ID, read_nli_files
 from hardcse.data.pairs import read_labeled_pairs
 from hardcse.data.sts import ALL_TASKS, load_sts_task, read_scored_pairs
@@ -58,9 +59,7 @@ def read_medi(path: str | Path) -> list[Task]:
     """Tasks from a MEDI file (JSON list or JSONL). A task's instructions are those of its first instance; an
     instance whose instructions differ from them is an error (``file:line``), since a task has one of each."""
     path = Path(path)
-    if not path.is_file():
-        raise HardcseError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     if text.lstrip().startswith("["):
         try:
             rows = [(i + 1, row) for i, row in enumerate(json.loads(text))]
@@ -68,13 +67,7 @@ def read_medi(path: str | Path) -> list[Task]:
             raise HardcseError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
         where = "item"
     else:
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append((number, json.loads(line)))
-                except json.JSONDecodeError as e:
-                    raise HardcseError(f"{path}:{number}: not valid JSON ({e.msg})") from None
+        rows = read_jsonl_numbered(path, text)
         where = "line"
     tasks: dict[str, Task] = {}
     for number, row in rows:
@@ -106,7 +99,12 @@ def read_task_folder(folder: str | Path) -> list[Task]:
     spec_path = folder / "instructions.yaml"
     if not spec_path.is_file():
         raise HardcseError(f"{folder}: no instructions.yaml (task: {{query, positive, negative}} instructions)")
-    spec = yaml.safe_load(spec_path.read_text(encoding="utf-8")) or {}
+    try:
+        spec = yaml.safe_load(read_utf8(spec_path)) or {}
+    except yaml.YAMLError as e:
+        raise HardcseError(f"{spec_path}: not valid YAML ({e})".splitlines()[0]) from None
+    if not isinstance(spec, dict):
+        raise HardcseError(f"{spec_path}: expected a mapping of task -> {{query, positive, negative}} instructions")
     tasks = []
     for name, instructions in spec.items():
         if not isinstance(instructions, dict) or set(instructions) != {"query", "positive", "negative"}:
@@ -115,14 +113,8 @@ def read_task_folder(folder: str | Path) -> list[Task]:
         if not path.is_file():
             raise HardcseError(f"{path}: no such file (listed in {spec_path})")
         task = Task(name, instructions["query"], instructions["positive"], instructions["negative"])
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise HardcseError(f"{path}:{number}: not valid JSON ({e.msg})") from None
-            texts = [row.get(k) if isinstance(row, dict) else None for k in ("query", "pos", "neg")]
+        for number, row in read_jsonl_numbered(path):
+            texts = [row.get(k) for k in ("query", "pos", "neg")]
             if not all(isinstance(t, str) and t.strip() for t in texts):
                 raise HardcseError(f"{path}:{number}: needs non-empty query, pos and neg strings")
             task.instances.append(Instance(*texts))

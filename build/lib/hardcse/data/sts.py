@@ -40,16 +40,31 @@ class STSPairs:
 def read_scored_pairs(
     path: str | Path, name: str | None = None, score_column: str = "score", on_error: OnError = "raise"
 ) -> STSPairs:
-    """A pair file a user brings: columns sentence1, sentence2 and a numeric score column."""
+    """A pair file a user brings: columns sentence1, sentence2 and a finite numeric score column; a correlation
+    needs at least two pairs whose scores differ."""
     table = read_table(
-        path, ["sentence1", "sentence2", score_column], converters={score_column: float}, on_error=on_error
+        path, ["sentence1", "sentence2", score_column], converters={score_column: finite_float}, on_error=on_error
     )
+    scores = np.asarray(table.column(score_column), dtype=np.float64)
+    if len(scores) < 2 or np.all(scores == scores[0]):
+        found = f"{len(scores)} pair(s)" if len(scores) < 2 else f"all {len(scores)} scores are {scores[0]:g}"
+        raise HardcseError(
+            f"{path}: a correlation needs at least two pairs with different {score_column!r} values; {found}"
+        )
     return STSPairs(
         name=name or Path(path).stem,
         sentences1=table.column("sentence1"),
         sentences2=table.column("sentence2"),
-        scores=np.asarray(table.column(score_column), dtype=np.float64),
+        scores=scores,
     )
+
+
+def finite_float(text: str) -> float:
+    """A number that is not NaN or infinite (a gold score, a label weight)."""
+    value = float(text)
+    if not np.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
 
 
 def _concat(name: str, parts: list[STSPairs]) -> STSPairs:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from hardcse.data.jsonl import split_lines
 from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
@@ -100,9 +101,7 @@ def read_table(
             row = _check_row(path, line, raw, columns, converters, max_field_chars, allow_empty)
         except _Problem as problem:
             if on_error == "raise":
-                raise HardcseError(
-                    f"{problem}\n  (pass on_error='skip' / --skip-bad-rows to count and skip such rows)"
-                ) from None
+                raise HardcseError(f"{problem}; --skip-bad-rows (on_error='skip') counts and skips such rows") from None
             table.skipped[problem.reason] += 1
             if len(table.first_problems) < 5:
                 table.first_problems.append(str(problem))
@@ -141,12 +140,12 @@ def _records(
     if fmt == "txt":
         if len(columns) != 1:
             raise HardcseError(f"{path}: a one-per-line text file has one column, not {list(columns)}")
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(split_lines(text), start=1):
             if line.strip():
                 yield number, {columns[0]: line.strip()}
         return
     if fmt == "jsonl":
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(split_lines(text), start=1):
             if not line.strip():
                 continue
             try:
@@ -160,11 +159,11 @@ def _records(
             yield number, {rename.get(k, k): v for k, v in obj.items()}
         return
     delimiter = "\t" if fmt == "tsv" else ","
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text, keepends=True)
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
         header = next(reader)
-    except StopIteration:
+    except (StopIteration, csv.Error):
         raise HardcseError(f"{path}: the file is empty; it needs a header row with {list(columns)}") from None
     header = [rename.get(name.strip(), name.strip()) for name in header]
     missing = [c for c in columns if c not in header]
@@ -173,29 +172,32 @@ def _records(
             f"{path}:1: missing column(s) {missing}; the header has {header}. "
             f"Rename the header or map names (e.g. premise->sentence1)."
         )
-    start = reader.line_num + 1
-    while True:
+    # One record at a time from its first line: a broken record (an unclosed quote swallows the lines after it)
+    # costs exactly its first line, and parsing goes on at the next line, so every line is read or counted.
+    index = reader.line_num
+    while index < len(lines):
+        start = index + 1
+        reader = csv.reader((lines[i] for i in range(index, len(lines))), delimiter=delimiter, strict=True)
         try:
             cells = next(reader)
-        except StopIteration:
-            return
         except csv.Error as e:
-            yield start, _Problem("broken quoting", f"{path}:{start}: broken quoting ({e}); is a quote not closed?")
-            start = reader.line_num + 1
+            yield start, _Problem("broken quoting", f"{path}:{start}: broken quoting ({e}): is a quote not closed")
+            index += 1
             continue
-        end = reader.line_num
-        if end > start and any("\n" in c or "\r" in c for c in cells):
+        if reader.line_num > 1:
             yield (
                 start,
                 _Problem(
                     "broken quoting",
-                    f"{path}:{start}: a quoted field runs over {end - start + 1} lines (to line {end}); "
-                    "a quote is probably not closed",
+                    f"{path}:{start}: a quoted field runs over {reader.line_num} lines; a quote is probably not closed",
                 ),
             )
-        elif not cells or (len(cells) == 1 and not cells[0].strip() and len(header) > 1):
-            pass  # a blank line is not a record
-        elif len(cells) != len(header):
+            index += 1
+            continue
+        index += 1
+        if not cells or (len(cells) == 1 and not cells[0].strip() and len(header) > 1):
+            continue  # a blank line is not a record
+        if len(cells) != len(header):
             yield (
                 start,
                 _Problem(
@@ -206,7 +208,6 @@ def _records(
             )
         else:
             yield start, dict(zip(header, cells, strict=True))
-        start = end + 1
 
 
 def _check_row(

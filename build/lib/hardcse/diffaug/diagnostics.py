@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 import copy
-import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -25,6 +25,8 @@ import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments  # noqa: E402
 
+from hardcse.atomic import write_text_atomic  # noqa: E402
+from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log  # noqa: E402
 from hardcse.diffaug.objectives import embed  # noqa: E402
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed  # noqa: E402
 
@@ -147,15 +149,28 @@ class Stage1Diagnostics(TrainerCallback):
             self.model.train(was_training)
         self.rows.append(row)
         with self.log_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(row) + "\n")
+            append_jsonl(f, row)
         log.info("stage 1 step %d: delta %.4f, kappa %s", step, row["delta"], row["kappa"])
         return row
 
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
     ) -> None:
-        self.log_path.write_text("", encoding="utf-8")
-        self._check(self.measure(0, None), control)
+        if state.global_step == 0:
+            write_text_atomic(self.log_path, "")
+            self._check(self.measure(0, None), control)
+            return
+        # resumed from a checkpoint: the rows up to it are kept (later ones and a torn line are redone)
+        rows, _ = read_jsonl_log(self.log_path) if self.log_path.is_file() else ([], 0)
+        for row in (r for r in rows if r["step"] <= state.global_step):
+            self.rows.append(row)
+            self._check(row, control, restoring=True)
+        write_text_atomic(self.log_path, jsonl_text(self.rows))
+        best = self._best_path()
+        if self.select == "delta_peak" and best.is_file():
+            saved = torch.load(best, weights_only=True)
+            if saved["step"] <= state.global_step:
+                self.best_state, self.best_delta, self.selected_step = saved["state"], saved["delta"], saved["step"]
 
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
@@ -164,11 +179,22 @@ class Stage1Diagnostics(TrainerCallback):
             losses = [e["loss"] for e in state.log_history if "loss" in e]
             self._check(self.measure(state.global_step, losses[-1] if losses else None), control)
 
-    def _check(self, row: dict, control: TrainerControl) -> None:
-        if self.select == "delta_peak" and row["delta"] > self.best_delta:
+    def _best_path(self) -> Path:
+        return self.log_path.with_name("delta_peak_prefixes.pt")
+
+    def discard_saved_peak(self) -> None:
+        """Once the stage is saved, the on-disk copy of the peak's prefixes is no longer needed."""
+        self._best_path().unlink(missing_ok=True)
+
+    def _check(self, row: dict, control: TrainerControl, restoring: bool = False) -> None:
+        if self.select == "delta_peak" and row["delta"] > self.best_delta and not restoring:
             self.best_delta = row["delta"]
             self.best_state = copy.deepcopy(prefixed(self.model).prefixes.state_dict())
             self.selected_step = row["step"]
+            # kept on disk too, so a resumed stage 1 still knows the peak before the kill
+            tmp = self._best_path().with_suffix(".tmp")
+            torch.save({"state": self.best_state, "delta": self.best_delta, "step": self.selected_step}, tmp)
+            os.replace(tmp, self._best_path())
         elif self.select == "kappa_converged" and len(self.rows) >= 2 and row["kappa"] is not None:
             previous = self.rows[-2]["kappa"]
             if abs(row["kappa"] - previous) <= self.kappa_tolerance * max(abs(previous), 1e-12):

@@ -44,7 +44,7 @@ def _num_labels(config: DiffAugConfig) -> int:
 
 def starting_model(config: DiffAugConfig) -> SentenceTransformer:
     """The encoder stage 1 tunes prefixes for: ``config.encoder`` with fresh prefix modules (one for ``same``)."""
-    model = load_encoder(config.encoder, config.pooling)
+    model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
     num_prefixes = 2 if config.prefixes == "different" else 1
     return add_prefixes(
         model, resolve_model(config.encoder), config.prefix_length, config.prefix_hidden_size, num_prefixes
@@ -107,6 +107,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         },
         before_save=select_prefixes,
     )
+    diagnostics.discard_saved_peak()
     steps_run = outcome.record["steps"]
     selected = outcome.record["selected_step"] if outcome.record["selected_step"] is not None else steps_run
     save_file({k: v.contiguous() for k, v in classifier.state_dict().items()}, str(out_dir / CLASSIFIER_WEIGHTS))
@@ -131,7 +132,7 @@ def stage2_model(config: DiffAugConfig, stage1_dir: Path) -> tuple[SentenceTrans
     """The model stage 2 trains (stage 1's, or the plain encoder for SimCSE) and the aux-loss classifier."""
     aux = config.stage2.aux_weight > 0
     if config.method == "simcse":
-        model = load_encoder(config.encoder, config.pooling)
+        model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
         classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config)) if aux else None
         return model, classifier
     if not (stage1_dir / "stage1.json").is_file():

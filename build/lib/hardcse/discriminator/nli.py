@@ -17,7 +17,7 @@ import torch
 from sentence_transformers.cross_encoder import CrossEncoder
 
 from hardcse.data.nli import EVAL_FILES, LABELS, read_nli_files
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
 log = logging.getLogger(__name__)
@@ -37,13 +37,16 @@ class NLIDiscriminator:
         if len(id2label) != 3 or not all(label in by_name for label in LABELS):
             raise HardcseError(
                 f"the NLI model's labels are {id2label}; expected the three labels {list(LABELS)} "
-                "(train one with `hardcse train-nli` or pass a 3-way NLI cross-encoder)"
+                "(train one with `hardcse nli train` or pass a 3-way NLI cross-encoder)"
             )
         return [by_name[label] for label in LABELS]
 
     @classmethod
     def load(cls, source: str, max_length: int | None = None) -> NLIDiscriminator:
-        return cls(CrossEncoder(str(resolve_model(source)), local_files_only=True, max_length=max_length))
+        path = resolve_model(source)
+        with loading(f"NLI model {source}"):
+            model = CrossEncoder(str(path), local_files_only=True, max_length=max_length)
+        return cls(model)
 
     def predict_proba(
         self,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
 
 from hardcse.encoder import POOLINGS
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
 
@@ -26,17 +27,23 @@ def _hardcse_modules(path: Path) -> bool:
     )
 
 
-def load_encoder(source: str, pooling: str = "default", max_seq_length: int | None = None) -> SentenceTransformer:
+def load_encoder(
+    source: str, pooling: str = "default", max_seq_length: int | None = None, head_seed: int = 0
+) -> SentenceTransformer:
     """A SentenceTransformer from ``source`` (see ``resolve_model``).
 
     ``pooling``: ``default`` keeps the model's own head; ``cls`` and ``mean`` replace its pooling;
     ``cls_mlp`` is SimCSE's head, [CLS] then Linear + tanh. A final Normalize module is kept if present.
     A plain transformers checkpoint (no sentence-transformers config) gets mean pooling by default.
+    ``head_seed``: the fresh ``cls_mlp`` layer's initial weights, drawn without touching the global RNG.
     """
     if pooling not in POOLINGS:
         raise HardcseError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     path = resolve_model(source)
-    model = SentenceTransformer(str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path))
+    with loading(f"encoder {source}"):
+        model = SentenceTransformer(
+            str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path)
+        )
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     if pooling == "default":
@@ -45,7 +52,9 @@ def load_encoder(source: str, pooling: str = "default", max_seq_length: int | No
     dim = transformer.get_embedding_dimension()
     modules = [transformer, Pooling(dim, "mean" if pooling == "mean" else "cls")]
     if pooling == "cls_mlp":
-        modules.append(Dense(dim, dim))  # SimCSE's MLP: Linear + tanh (Dense's default activation)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(head_seed)
+            modules.append(Dense(dim, dim))  # SimCSE's MLP: Linear + tanh (Dense's default activation)
     if any(isinstance(m, Normalize) for m in model):
         modules.append(Normalize())
     return SentenceTransformer(modules=modules, device=str(model.device))

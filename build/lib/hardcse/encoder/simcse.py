@@ -140,7 +140,11 @@ def simcse_run(
             "model",
             "model",
             lambda partial: train_simcse(
-                load_encoder(config.encoder, config.pooling), data, config.mode, config, partial
+                load_encoder(config.encoder, config.pooling, head_seed=config.training.seed),
+                data,
+                config.mode,
+                config,
+                partial,
             ),
             keep_partial=True,
         )

@@ -14,7 +14,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.errors import HardcseError
+from hardcse.errors import loading
 from hardcse.resources import resolve_model
 
 GENERATOR_FILE = "generator.json"
@@ -50,13 +50,12 @@ def load_generator(
     adapter_dir = Path(source) if is_generator_folder(source) else None
     base_source = base_model_source(source)
     base_path = resolve_model(base_source)
-    try:
+    with loading(f"generator {base_source} (a causal language model)"):
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
-    except (OSError, ValueError) as e:
-        raise HardcseError(f"{base_source}: not a causal language model folder ({e})") from None
-    tokenizer = load_tokenizer(base_path)
+        tokenizer = load_tokenizer(base_path)
     if adapter_dir is not None:
-        model = PeftModel.from_pretrained(model, adapter_dir, is_trainable=trainable)
+        with loading(f"generator adapter {adapter_dir}"):
+            model = PeftModel.from_pretrained(model, adapter_dir, is_trainable=trainable)
     elif trainable:
         lora = LoraConfig(
             r=config.lora_r,
