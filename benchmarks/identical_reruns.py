@@ -38,15 +38,19 @@ def _without_timings(value: object) -> object:
     return value
 
 
-def _same(a: Path, b: Path) -> bool:
+def _same(a: Path, b: Path, first: Path, second: Path) -> bool:
+    """Equal once the run's own folder name is the same in both (a record names the model it evaluated) and
+    timing fields (JSON) or timing lines (the model card's "Training: 11.3 seconds") are left out."""
     if a.read_bytes() == b.read_bytes():
         return True
+    texts = [a.read_text(), b.read_text().replace(str(second), str(first))]
     if a.suffix == ".json":
-        return _without_timings(json.loads(a.read_text())) == _without_timings(json.loads(b.read_text()))
+        return _without_timings(json.loads(texts[0])) == _without_timings(json.loads(texts[1]))
     if a.suffix == ".jsonl":
-        rows = [[json.loads(line) for line in p.read_text().split("\n") if line] for p in (a, b)]
+        rows = [[json.loads(line) for line in t.split("\n") if line] for t in texts]
         return _without_timings(rows[0]) == _without_timings(rows[1])
-    return False
+    lines = [[line for line in t.split("\n") if not line.rstrip().endswith((" seconds", " s)"))] for t in texts]
+    return lines[0] == lines[1]
 
 
 def compare(first: Path, second: Path) -> dict:
@@ -57,7 +61,7 @@ def compare(first: Path, second: Path) -> dict:
             continue
         other = second / rel
         compared.append(str(rel))
-        if not other.is_file() or not _same(first / rel, other):
+        if not other.is_file() or not _same(first / rel, other, first, second):
             differing.append(str(rel))
         elif (first / rel).read_bytes() == other.read_bytes():
             exact += 1
@@ -67,28 +71,33 @@ def compare(first: Path, second: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/identical-reruns")
+    parser.add_argument("--compare-only", action="store_true", help="compare the folders of an earlier run")
     args = parser.parse_args()
     out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
+    if not args.compare_only:
+        shutil.rmtree(out, ignore_errors=True)
     results = {}
     for name, command in RUNS.items():
         start = time.perf_counter()
         for copy in ("first", "second"):
-            if hardcse([*command, "--out", str(out / name / copy)]) != 0:
+            if not args.compare_only and hardcse([*command, "--out", str(out / name / copy)]) != 0:
                 sys.exit(f"{name} ({copy}) failed")
         results[name] = {
             "command": " ".join(["hardcse", *command]),
             **compare(out / name / "first", out / name / "second"),
-            "minutes_for_both": round((time.perf_counter() - start) / 60, 1),
         }
-    record = {"command": "python benchmarks/identical_reruns.py --out " + args.out, "results": results}
+        if not args.compare_only:
+            results[name]["minutes_for_both"] = round((time.perf_counter() - start) / 60, 1)
+    command = " ".join(["python", "benchmarks/identical_reruns.py", *sys.argv[1:]])
+    record = {"command": command, "date": time.strftime("%Y-%m-%d"), "results": results}
     (RESULTS / "identical_reruns.json").write_text(json.dumps(record, indent=2) + "\n")
     lines = [
         "# Identical reruns of the smoke configs",
         "",
-        f"`{record['command']}` (files that record time, and plots, are left out; JSON timing fields removed).",
+        f"`{record['command']}`, {record['date']} (files that record time, and plots, are left out"
+        + ("; the folders were made by the same script without --compare-only)." if args.compare_only else ")."),
         "",
-        "| run | files compared | byte-identical | identical apart from timing fields | differing |",
+        "| run | files compared | byte-identical | same but timings and folder name | differing |",
         "|---|---:|---:|---:|---|",
     ]
     for r in results.values():
