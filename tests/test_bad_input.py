@@ -111,7 +111,7 @@ CASES = {
     "resume changed config": ([*ART[:5], "{tmp}/finished", "--resume"], "the configuration differs"),
     "overwrite a non-run": ([*ART[:5], "{tmp}/junk_dir", "--overwrite"], "is not a hardcse output"),
     # model sources
-    "model typo under a local folder": ([*ART, "encoder={tmp}/runs/typo"], "no such folder (and not a hub id)"),
+    "model typo under a local folder": ([*ART, "encoder={tmp}/runs/typo"], "runs/typo': no such folder; give"),
     "model relative typo": ([*ART, "encoder=./nope"], "model './nope': no such folder"),
     "model with a space": ([*SIMCSE, "encoder=my model"], "model 'my model': no such folder"),
     "model empty folder": ([*ART, "encoder={tmp}/empty_dir"], "empty_dir: this folder holds no model"),

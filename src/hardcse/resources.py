@@ -157,7 +157,7 @@ def resolve_model(source: str) -> Path:
     if could_be_hub_id(source):
         return hub_model_dir(source)
     raise HardcseError(
-        f"model {source!r}: no such folder (and not a hub id); give an existing folder, a run folder, "
+        f"model {source!r}: no such folder; give an existing folder, a run folder, "
         f"{BUNDLED_ENCODER} or {BUNDLED_GENERATOR}"
     )
 
