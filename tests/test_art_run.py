@@ -26,7 +26,7 @@ def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
         "rounds": 2,
         "generator": {"model": str(tiny_lm_dir), "max_new_tokens": 6, "batch_size": 4},
         "anchors": {"corpus": str(corpus), "held_out": 5, "min_words": 3},
-        "ppo": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "ppo_epochs": 1, "save_every": 1},
+        "rl": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "epochs": 1, "save_every": 1},
         "synthesis_anchors": 4,
         "filter": {"min_entailment": 0.0, "min_contradiction": 0.0},
         "encoder_training": {"training": {"batch_size": 4, "eval_steps": 1, "learning_rate": 1e-3}},
@@ -41,15 +41,15 @@ def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
 def test_round_anchors_are_disjoint_and_synthesis_comes_first():
     train = [f"s{i}" for i in range(100)]
     config = ArtRunConfig(rounds=3, synthesis_anchors=10)
-    config.ppo.steps, config.ppo.batch_size = 2, 4
+    config.rl.steps, config.rl.batch_size = 2, 4
     blocks = round_anchors(train, config)
     assert [b.synthesis for b in blocks] == [train[0:10], train[10:20], train[20:30]]
-    assert [b.ppo for b in blocks] == [train[30:38], train[38:46], train[46:54]]
+    assert [b.rl for b in blocks] == [train[30:38], train[38:46], train[46:54]]
     # a one-round run with the whole budget synthesises for exactly the same anchors
     one = ArtRunConfig(rounds=1, synthesis_anchors=30, tune_generator=False)
-    assert round_anchors(train, one)[0].synthesis == train[:30] and round_anchors(train, one)[0].ppo == []
+    assert round_anchors(train, one)[0].synthesis == train[:30] and round_anchors(train, one)[0].rl == []
     with pytest.raises(HardcseError, match="needs 324 distinct anchors"):
-        round_anchors(train, ArtRunConfig(rounds=3, synthesis_anchors=100, ppo=config.ppo))
+        round_anchors(train, ArtRunConfig(rounds=3, synthesis_anchors=100, rl=config.rl))
 
 
 def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
@@ -64,8 +64,8 @@ def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
     for r in ("round_1", "round_2"):
         names = {p.name for p in (run / r).iterdir()}
         assert {"generator", "synthetic.jsonl", "triplets.csv", "encoder", "eval.json", "measures.json"} <= names
-        assert "ppo" not in names  # the PPO work folder is removed once generator/ is complete
-        assert (run / r / "generator" / "ppo_log.jsonl").is_file()
+        assert "rl" not in names  # the RL work folder is removed once generator/ is complete
+        assert (run / r / "generator" / "rl_log.jsonl").is_file()
         assert len(read_jsonl(run / r / "synthetic.jsonl")) == 4
     anchors = [
         json.loads(line)["anchor"] for r in ("round_1", "round_2") for line in (run / r / "synthetic.jsonl").open()
@@ -73,7 +73,7 @@ def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
     assert len(set(anchors)) == 8  # no anchor reused across rounds
 
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["versions"]["torch"] and manifest["seeds"]["ppo"] == 42
+    assert manifest["versions"]["torch"] and manifest["seeds"]["rl"] == 42
     assert list(manifest["stages"])[:2] == ["round_0.eval", "round_1.generator"]
     assert all(s["seconds"] >= 0 and s["attempts"] == 1 for s in manifest["stages"].values())
 
@@ -98,12 +98,12 @@ def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
 
 
 def test_a_run_refuses_to_overwrite_or_change_its_config(run_config, tmp_path, capsys):
-    config = load_config(ArtRunConfig, run_config, ["rounds=1", "ppo.steps=1", "synthesis_anchors=2"])
+    config = load_config(ArtRunConfig, run_config, ["rounds=1", "rl.steps=1", "synthesis_anchors=2"])
     art_run(config, tmp_path / "r")
     with pytest.raises(HardcseError, match="--resume"):
         art_run(config, tmp_path / "r")
-    changed = load_config(ArtRunConfig, run_config, ["rounds=1", "ppo.steps=2", "synthesis_anchors=2"])
-    with pytest.raises(HardcseError, match="differs from .* in ppo.steps"):
+    changed = load_config(ArtRunConfig, run_config, ["rounds=1", "rl.steps=2", "synthesis_anchors=2"])
+    with pytest.raises(HardcseError, match="differs from .* in rl.steps"):
         art_run(changed, tmp_path / "r", resume=True)
     art_run(config, tmp_path / "r", resume=True)  # everything done: nothing redone
     stages = json.loads((tmp_path / "r" / "manifest.json").read_text())["stages"]
@@ -159,7 +159,7 @@ def test_killed_inside_and_between_stages_resume_gives_the_same_run(run_config, 
     killed = tmp_path / "runs" / "killed"
     args = ["art", "run", "--config", str(run_config), "--out", str(killed)]
     # inside a stage: PPO has saved its first checkpoint but not finished
-    run_until_killed(args, lambda: (killed / "round_1" / "ppo" / "checkpoint").is_dir())
+    run_until_killed(args, lambda: (killed / "round_1" / "rl" / "checkpoint").is_dir())
     assert not (killed / "round_1" / "generator").exists()
     # between stages of round 2 (or wherever it is when the synthesis file appears)
     run_until_killed([*args, "--resume"], lambda: (killed / "round_2" / "synthesis.json").is_file())
@@ -169,9 +169,7 @@ def test_killed_inside_and_between_stages_resume_gives_the_same_run(run_config, 
     for r in ("round_1", "round_2"):
         assert (killed / r / "synthetic.jsonl").read_text() == (reference / r / "synthetic.jsonl").read_text()
         assert (killed / r / "triplets.csv").read_text() == (reference / r / "triplets.csv").read_text()
-        rewards = [
-            [s["reward"] for s in read_jsonl(d / r / "generator" / "ppo_log.jsonl")] for d in (killed, reference)
-        ]
+        rewards = [[s["reward"] for s in read_jsonl(d / r / "generator" / "rl_log.jsonl")] for d in (killed, reference)]
         assert rewards[0] == rewards[1]
         scores = [json.loads((d / r / "eval.json").read_text())["scores"] for d in (killed, reference)]
         assert scores[0] == scores[1]

@@ -37,33 +37,33 @@ def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir,
         f"anchors.corpus={corpus}",
         "anchors.held_out=5",
         "anchors.min_words=3",
-        "ppo.steps=2",
-        "ppo.batch_size=4",
-        "ppo.minibatch_size=2",
-        "ppo.ppo_epochs=1",
-        "ppo.save_every=1",
+        "rl.steps=2",
+        "rl.batch_size=4",
+        "rl.minibatch_size=2",
+        "rl.epochs=1",
+        "rl.save_every=1",
     ]
     config = load_config(TuneConfig, overrides=overrides)
     run = tmp_path / "tune"
     final = tune_run(config, run)
-    assert final == run / "generator" and not (run / "ppo").exists()
-    log = read_jsonl(final / "ppo_log.jsonl")
+    assert final == run / "generator" and not (run / "rl").exists()
+    log = read_jsonl(final / "rl_log.jsonl")
     assert [r["step"] for r in log] == [1, 2]
     assert {"reward", "r1", "r2", "kl", "entropy", "clipfrac", "value_loss", "parse_failure_rate"} <= set(log[0])
     assert {"generation_s", "scoring_s", "reference_s", "optimisation_s"} <= set(log[0])
-    assert (final / "ppo_curves.png").stat().st_size > 1000 and (final / "generator.json").is_file()
+    assert (final / "rl_curves.png").stat().st_size > 1000 and (final / "generator.json").is_file()
     with pytest.raises(HardcseError, match="--resume"):
         tune_run(config, run)
 
     # the work folder's checkpoint continues: two more steps extend the log instead of restarting it
     work = tmp_path / "work"
     tune_generator(config, work, tmp_path / "g2")
-    more = load_config(TuneConfig, overrides=[*overrides, "ppo.steps=4"])
+    more = load_config(TuneConfig, overrides=[*overrides, "rl.steps=4"])
     tune_generator(more, work, tmp_path / "g4")
-    assert [r["step"] for r in read_jsonl(tmp_path / "g4" / "ppo_log.jsonl")] == [1, 2, 3, 4]
+    assert [r["step"] for r in read_jsonl(tmp_path / "g4" / "rl_log.jsonl")] == [1, 2, 3, 4]
 
     # tuning can start from a tuned generator; the new folder still names the raw base model
-    again = load_config(TuneConfig, overrides=[*overrides, f"generator.model={final}", "ppo.steps=1"])
+    again = load_config(TuneConfig, overrides=[*overrides, f"generator.model={final}", "rl.steps=1"])
     second = tune_run(again, tmp_path / "tune2")
     assert json.loads((second / "generator.json").read_text())["base_model"] == str(tiny_lm_dir)
 

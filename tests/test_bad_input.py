@@ -41,6 +41,7 @@ def bad_files(tmp):
         "inf.tsv": "sentence1\tsentence2\tscore\nA.\tB.\t3\nC.\tD.\tinf\nE.\tF.\t1\n",
         "empty.tsv": "",
         "empty.txt": "\n\n",
+        "header_only.csv": "sent0,sent1,hard_neg\n",
         "good.jsonl": '{"anchor": "A.", "positive": "B.", "negative": "C."}\n',
         "no_score.tsv": "sentence1\tsentence2\tlabel\nA.\tB.\t3\nC.\tD.\t1\n",
         "unclosed.csv": 'sentence1,sentence2,score\n"A man plays.,A man is playing.,5\nC.,D.,1\n',
@@ -75,12 +76,12 @@ def bad_files(tmp):
 
 CASES = {
     # overrides
-    "override not YAML": ([*ART, "ppo.learning_rate=[1"], "not valid YAML"),
-    "override NaN rate": ([*ART, "ppo.learning_rate=.nan"], "ppo.learning_rate: nan must be a finite number"),
+    "override not YAML": ([*ART, "rl.learning_rate=[1"], "not valid YAML"),
+    "override NaN rate": ([*ART, "rl.learning_rate=.nan"], "rl.learning_rate: nan must be a finite number"),
     "override inf rate": ([*SIMCSE, "training.learning_rate=.inf"], "must be a finite number greater than 0"),
     "override negative rate": ([*DIFFAUG, "training.learning_rate=-1e-5"], "greater than 0"),
     "override zero batch": ([*ART, "encoder_training.training.batch_size=0"], "batch_size: 0 must be"),
-    "override negative steps": ([*ART, "ppo.steps=-1"], "ppo.steps: -1 must be"),
+    "override negative steps": ([*ART, "rl.steps=-1"], "rl.steps: -1 must be"),
     "override zero temperature": ([*ART, "generator.sampling_temperature=0"], "sampling_temperature: 0.0 must"),
     "override zero tau": ([*DATACUBE, "tau=0"], "tau: 0.0 must be"),
     "override NaN max steps": ([*DATACUBE, "training.max_steps=.nan"], "expected int"),
@@ -157,6 +158,11 @@ CASES = {
     "usage: unknown command": (["art", "nope"], "invalid choice: 'nope'"),
     "usage: stray argument": (["eval", "--model", "bundled:minilm-l6", "stray"], "unrecognized arguments: stray"),
     "usage: bad number": (["art", "generate", "--out", "{tmp}/out", "--limit", "x"], "invalid int value: 'x'"),
+    "simcse header-only data": (
+        ["simcse", "train", "--config", "simcse-sup", "--data", "{tmp}/header_only.csv", "--out", "{tmp}/out"],
+        "header_only.csv: no rows to train on",
+    ),
+    "diffaug unlabeled missing": ([*DIFFAUG, "unlabeled={tmp}/nope.txt"], "nope.txt: no such file"),
     "datacube data folder": ([*DATACUBE, "data={tmp}/empty_dir"], "no instructions.yaml"),
 }
 

@@ -117,7 +117,7 @@ OUT_OF_RANGE = [
     (PPOConfig, "save_every=0", "save_every"),
     (AnchorConfig, "max_words=2", "max_words"),
     (FilterConfig, "min_entailment=2", "min_entailment"),
-    (TuneConfig, "ppo.steps=0", "ppo.steps"),
+    (TuneConfig, "rl.steps=0", "rl.steps"),
     (TuneConfig, "pooling=max", "pooling"),
     (ArtRunConfig, "rounds=0", "rounds"),
     (ArtRunConfig, "synthesis_temperature=0", "synthesis_temperature"),
@@ -155,8 +155,8 @@ def test_every_config_class_is_range_checked():
 
 def test_a_file_error_names_the_file_and_key(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("ppo:\n  steps: -3\n")
-    with pytest.raises(HardcseError, match=r"c.yaml\.ppo\.steps: -3 must be a finite number greater than 0"):
+    path.write_text("rl:\n  steps: -3\n")
+    with pytest.raises(HardcseError, match=r"c.yaml\.rl\.steps: -3 must be a finite number greater than 0"):
         load_config(ArtRunConfig, path)
 
 
@@ -186,10 +186,10 @@ def test_every_shipped_config_loads():
 
 
 def test_a_config_inherits_its_base_key_by_key(tmp_path):
-    (tmp_path / "base.yaml").write_text("rounds: 3\nppo:\n  steps: 20\n  batch_size: 16\n")
-    (tmp_path / "child.yaml").write_text("base: base.yaml\nppo:\n  steps: 5\n")
+    (tmp_path / "base.yaml").write_text("rounds: 3\nrl:\n  steps: 20\n  batch_size: 16\n")
+    (tmp_path / "child.yaml").write_text("base: base.yaml\nrl:\n  steps: 5\n")
     config = load_config(ArtRunConfig, tmp_path / "child.yaml", ["rounds=2"])
-    assert (config.rounds, config.ppo.steps, config.ppo.batch_size) == (2, 5, 16)
+    assert (config.rounds, config.rl.steps, config.rl.batch_size) == (2, 5, 16)
     (tmp_path / "base.yaml").write_text("base: child.yaml\n")
     with pytest.raises(HardcseError, match="cycle"):
         load_config(ArtRunConfig, tmp_path / "child.yaml")

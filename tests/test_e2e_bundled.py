@@ -76,10 +76,10 @@ def test_user_mistakes_get_one_line_errors(capsys, tmp_path):
     missing = ["simcse", "train", "--config", "configs/simcse-sup.yaml", "--data", str(tmp_path / "none.csv")]
     assert main([*missing, "--out", str(tmp_path / "o")]) == 2
     assert main(["simcse", "train", "--config", "configs/simcse-sup.yaml", "--out", str(tmp_path / "o")]) == 2
-    assert main(["art", "run", "--config", "configs/smoke.yaml", "--out", str(tmp_path / "o"), "ppo.steps=0"]) == 2
+    assert main(["art", "run", "--config", "configs/smoke.yaml", "--out", str(tmp_path / "o"), "rl.steps=0"]) == 2
     err = capsys.readouterr().err
     assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err and "give --data" in err
-    assert "ppo.steps: 0 must be a finite number greater than 0" in err
+    assert "rl.steps: 0 must be a finite number greater than 0" in err
     assert not (tmp_path / "o").exists()  # nothing written before the input was checked
     assert "Traceback" not in err
 
@@ -138,7 +138,7 @@ def test_art_smoke_run_twice_gives_the_same_bytes_and_never_touches_the_network(
 
     for name in ("synthetic.jsonl", "triplets.csv"):
         assert (runs[0] / "round_1" / name).read_bytes() == (runs[1] / "round_1" / name).read_bytes()
-    logs = [without_timings(r / "round_1" / "generator" / "ppo_log.jsonl") for r in runs]
+    logs = [without_timings(r / "round_1" / "generator" / "rl_log.jsonl") for r in runs]
     assert logs[0] == logs[1]
     for stage in ("round_0", "round_1"):
         scores = [json.loads((r / stage / "eval.json").read_text())["scores"] for r in runs]

@@ -31,10 +31,10 @@ def test_written_jsonl_is_one_record_a_line_for_every_reader(tmp_path):
 
 
 def test_a_torn_last_line_of_a_log_is_dropped_and_counted(tmp_path):
-    path = tmp_path / "ppo_log.jsonl"
+    path = tmp_path / "rl_log.jsonl"
     path.write_text(jsonl_text([{"step": 1}, {"step": 2}]) + '{"step": 3, "rew', encoding="utf-8")
     assert read_jsonl_log(path) == ([{"step": 1}, {"step": 2}], 1)
-    with pytest.raises(HardcseError, match=r"ppo_log\.jsonl:3: not valid JSON"):
+    with pytest.raises(HardcseError, match=r"rl_log\.jsonl:3: not valid JSON"):
         read_jsonl(path)  # a file that is not a log is read strictly
     path.write_text(jsonl_text([{"step": 1}]) + '{"step": 2}', encoding="utf-8")  # complete, newline missing
     assert read_jsonl_log(path) == ([{"step": 1}, {"step": 2}], 0)

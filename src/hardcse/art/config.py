@@ -48,6 +48,10 @@ class GeneratorConfig(Checked):
     top_k: int = 0  # 0: no top-k truncation
     top_p: float = 1.0
     batch_size: int = 16  # generation batch for synthesis
+    # The LM's weights: "auto" = bfloat16 where the processor computes it natively (a CUDA GPU with bf16, a
+    # CPU with AVX512-BF16 or AMX: 1.5-2.2x faster here, see benchmarks/results/art_speed.md), else float32.
+    # LoRA weights stay float32 (PEFT casts the adapter up). float32 reproduces runs made before this option.
+    dtype: str = "auto"
     seed: int = 42
 
     def check(self) -> None:
@@ -62,6 +66,7 @@ class GeneratorConfig(Checked):
         check_range("lora_dropout", self.lora_dropout, 0.0, 1.0)
         check_range("top_p", self.top_p, 0.0, 1.0)
         check_nonnegative("top_k", self.top_k)
+        check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
 
 
 @dataclass
@@ -93,15 +98,22 @@ class RewardConfig(Checked):
 
 
 @dataclass
-class PPOConfig(Checked):
-    """PPO on a bandit environment (one prompt, one response, one reward), CleanRL-style, with TRL's PPO values
-    as used by the ART authors' code where they differ from nothing."""
+class RLConfig(Checked):
+    """The generator's RL: PPO (the paper's; a bandit environment: one prompt, one response, one reward,
+    CleanRL-style, with TRL's PPO values as used by the ART authors' code) or GRPO (no value head, group-
+    normalised advantages; see hardcse/art/grpo.py)."""
 
+    RENAMED: ClassVar[dict[str, str]] = {"ppo_epochs": "epochs"}
+    algorithm: str = "ppo"  # ppo | grpo
     steps: int = 30
-    batch_size: int = 16  # rollouts per step, half positive and half negative prompts
+    batch_size: int = 16  # rollouts per step; PPO: half positive and half negative prompts
     minibatch_size: int = 8
-    ppo_epochs: int = 4
+    epochs: int = 4  # optimisation passes over each step's rollouts (TRL: ppo_epochs / num_iterations)
     learning_rate: float = 1.41e-5
+    # GRPO: completions per prompt (G) and the weight of the k3 KL term (DeepSeekMath: 0.04); batch_size / G
+    # prompts a step, positive and negative alternating
+    group_size: int = 4
+    grpo_beta: float = 0.04
     kl_coef: float = 0.2  # beta: per-token KL penalty against the adapter-free reference
     adaptive_kl: bool = True
     kl_target: float = 0.1
@@ -116,8 +128,18 @@ class PPOConfig(Checked):
     save_every: int = 10
     seed: int = 42
 
+    @property
+    def anchors_per_step(self) -> int:
+        """Distinct anchors a step reads: GRPO samples each of its prompts ``group_size`` times."""
+        return self.batch_size // self.group_size if self.algorithm == "grpo" else self.batch_size
+
     def check(self) -> None:
-        positive = ("steps", "batch_size", "minibatch_size", "ppo_epochs", "learning_rate", "kl_target")
+        check_choice("algorithm", self.algorithm, ("ppo", "grpo"))
+        check_positive("group_size", self.group_size)
+        check_nonnegative("grpo_beta", self.grpo_beta)
+        if self.algorithm == "grpo" and self.batch_size % self.group_size:
+            raise ConfigValueError("batch_size", f"{self.batch_size} is not a multiple of group_size {self.group_size}")
+        positive = ("steps", "batch_size", "minibatch_size", "epochs", "learning_rate", "kl_target")
         for key in (*positive, "kl_horizon", "cliprange", "cliprange_value", "max_grad_norm", "save_every"):
             check_positive(key, getattr(self, key))
         check_nonnegative("kl_coef", self.kl_coef)
@@ -160,14 +182,15 @@ class FilterConfig(Checked):
 
 @dataclass
 class TuneConfig(Checked):
-    """``hardcse art tune`` and ``hardcse art generate``: the generator, its reward, PPO, anchors, filter."""
+    """``hardcse art tune`` and ``hardcse art generate``: the generator, its reward, RL, anchors, filter."""
 
     encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty
     pooling: PoolingName = "default"  # the encoder's pooling (see `hardcse eval --pooling`)
     discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse nli train`: judges correctness
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
+    RENAMED: ClassVar[dict[str, str]] = {"ppo": "rl"}
+    rl: RLConfig = field(default_factory=RLConfig)
     anchors: AnchorConfig = field(default_factory=AnchorConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse art generate`
 

@@ -1,4 +1,4 @@
-"""PNG plots of ART's PPO curves."""
+"""PNG plots of ART's RL curves (PPO or GRPO)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
 
-PPO_CURVES = [
+RL_LOG = "rl_log.jsonl"  # one line per RL step, in the tuning work folder and the generator folder
+RL_CURVES_PNG = "rl_curves.png"
+
+RL_CURVES = [
     ("reward", "mean reward"),
     ("r1", "r1 (correctness)"),
     ("r2", "r2 (difficulty)"),
@@ -20,20 +23,24 @@ PPO_CURVES = [
     ("kl", "KL to reference"),
     ("entropy", "entropy"),
     ("clipfrac", "clip fraction"),
-    ("value_loss", "value loss"),
+    ("value_loss", "value loss (PPO)"),
+    ("reward_std_in_group", "reward sd within a group (GRPO)"),
 ]
 
 
-def plot_ppo_log(log_path: str | Path, png_path: str | Path) -> Path:
-    """A grid of the PPO curves in ``ppo_log.jsonl``, one panel per quantity, against the step."""
+def plot_rl_log(log_path: str | Path, png_path: str | Path) -> Path:
+    """A grid of the RL curves in ``rl_log.jsonl``, one panel per quantity (those logged), against the step."""
     rows = [r for r in read_jsonl(log_path) if not r.get("skipped")]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 6.5))
-    for ax, (key, title) in zip(axes.flat, PPO_CURVES, strict=True):
+    curves = [(key, title) for key, title in RL_CURVES if any(r.get(key) is not None for r in rows)] or RL_CURVES[:1]
+    fig, axes = plt.subplots(3, 3, figsize=(13, 9))
+    for ax in axes.flat[len(curves) :]:
+        ax.set_visible(False)
+    for ax, (key, title) in zip(axes.flat, curves, strict=False):  # at most 9 curves, 9 panels
         points = [(r["step"], r[key]) for r in rows if r.get(key) is not None and math.isfinite(r[key])]
         if points:
             ax.plot(*zip(*points, strict=True), marker=".")
         ax.set_title(title)
-        ax.set_xlabel("PPO step")
+        ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(png_path, dpi=100)

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
+from hardcse.art.plots import RL_LOG  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
@@ -113,14 +114,18 @@ def _training_table(rounds: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def _ppo_table(rounds: list[Path]) -> str:
+def _rl_table(rounds: list[Path], config: dict) -> str:
+    """Reward, parse failures and KL over the first and the last w steps of each round's tuning curve; w is at
+    most 5 and at most half the steps, so the two windows never share a step."""
+    rl = config["rl"]
+    updates_per_step = -(-rl["batch_size"] // rl["minibatch_size"]) * rl["epochs"]
     lines = [
-        "| round | PPO steps (not skipped) | reward, first 5 steps | reward, last 5 steps | parse fail, first 5 "
-        "| parse fail, last 5 | KL, last 5 |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| round | steps (not skipped) | optimizer updates | window w | reward, first w | reward, last w "
+        "| parse fail, first w | parse fail, last w | KL, last w |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d in rounds:
-        path = d / "generator" / "ppo_log.jsonl"
+        path = d / "generator" / RL_LOG
         if not path.is_file():
             continue
         steps = [r for r in read_jsonl(path) if not r.get("skipped")]
@@ -129,9 +134,11 @@ def _ppo_table(rounds: list[Path]) -> str:
             values = [r[key] for r in rows if r.get(key) is not None]
             return float(np.mean(values)) if values else None
 
-        first, last = steps[:5], steps[-5:]
+        w = min(5, len(steps) // 2)
+        first, last = (steps[:w], steps[-w:]) if w else ([], [])
         lines.append(
-            f"| {d.name} | {len(steps)} | {_fmt(mean(first, 'reward'), 3)} | {_fmt(mean(last, 'reward'), 3)} "
+            f"| {d.name} | {len(steps)} | {len(steps) * updates_per_step} | {w or 'too few steps'} "
+            f"| {_fmt(mean(first, 'reward'), 3)} | {_fmt(mean(last, 'reward'), 3)} "
             f"| {_fmt(mean(first, 'parse_failure_rate'), 3)} | {_fmt(mean(last, 'parse_failure_rate'), 3)} "
             f"| {_fmt(mean(last, 'kl'), 3)} |"
         )
@@ -171,11 +178,7 @@ def plot_run(run_dir: Path, rounds: list[Path]) -> list[Path]:
     plots.mkdir(exist_ok=True)
     written = []
 
-    logs = [
-        (d.name, read_jsonl(d / "generator" / "ppo_log.jsonl"))
-        for d in rounds
-        if (d / "generator" / "ppo_log.jsonl").is_file()
-    ]
+    logs = [(d.name, read_jsonl(d / "generator" / RL_LOG)) for d in rounds if (d / "generator" / RL_LOG).is_file()]
     if logs:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         for name, rows in logs:
@@ -189,7 +192,7 @@ def plot_run(run_dir: Path, rounds: list[Path]) -> list[Path]:
                 ax.plot(
                     steps[window - 1 :], smooth, label=f"{name} ({window}-step mean)", color=ax.lines[-1].get_color()
                 )
-        ax.set_xlabel("PPO step")
+        ax.set_xlabel("RL step")
         ax.set_ylabel("mean reward of the batch")
         ax.set_title("Dual reward during generator tuning, per round")
         ax.grid(alpha=0.3)
@@ -245,10 +248,11 @@ def build_report(run_dir: str | Path) -> str:
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     manifest = _read_json(run_dir / "manifest.json")
     rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
-    ppo = config["ppo"]
+    rl = config["rl"]
     tuned = config["tune_generator"]
     generator = (
-        f"`{config['generator']['model']}` tuned with PPO ({ppo['steps']} steps x {ppo['batch_size']} rollouts a round)"
+        f"`{config['generator']['model']}` tuned with {rl['algorithm'].upper()} "
+        f"({rl['steps']} steps x {rl['batch_size']} rollouts a round)"
         if tuned
         else f"`{config['generator']['model']}` without RL (raw LLM baseline)"
     )
@@ -282,9 +286,9 @@ def build_report(run_dir: str | Path) -> str:
         _training_table(rounds),
         "",
     ]
-    ppo_table = _ppo_table(rounds)
-    if ppo_table:
-        out += ["## Generator tuning per round", "", ppo_table, ""]
+    rl_table = _rl_table(rounds, config)
+    if rl_table:
+        out += ["## Generator tuning per round", "", rl_table, ""]
     examples = _examples(rounds)
     if examples:
         out += ["## Example triplets", "", examples]

@@ -1,7 +1,7 @@
 """``hardcse art run``: ART's adaptive rounds as one resumable run folder.
 
     round_0/eval.json                      the starting encoder on the STS tasks
-    round_r/generator/                     PPO-tuned LoRA adapter + ppo_log.jsonl (difficulty by encoder r-1)
+    round_r/generator/                     RL-tuned LoRA adapter + rl_log.jsonl (difficulty by encoder r-1)
     round_r/synthetic.jsonl, triplets.csv  new anchors -> positive + negative -> NLI filter
     round_r/encoder/                       encoder r-1 trained further on the kept triplets (SimCSE loss)
     round_r/eval.json, measures.json       STS scores; judged accuracy and cosines of the synthetic data
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RoundAnchors:
-    ppo: list[str]
+    rl: list[str]
     synthesis: list[str]
 
 
@@ -51,18 +51,18 @@ def round_anchors(train: list[str], config: ArtRunConfig) -> list[RoundAnchors]:
     ``synthesis_anchors``), then PPO blocks. A one-round run with the whole budget therefore synthesises for
     exactly the anchors a multi-round run spreads over its rounds. No anchor is used twice in a run."""
     n_synth = config.synthesis_anchors
-    n_ppo = config.ppo.steps * config.ppo.batch_size if config.tune_generator else 0
-    need = config.rounds * (n_synth + n_ppo)
+    n_rl = config.rl.steps * config.rl.anchors_per_step if config.tune_generator else 0
+    need = config.rounds * (n_synth + n_rl)
     if need > len(train):
         raise HardcseError(
-            f"the run needs {need} distinct anchors ({config.rounds} rounds x ({n_synth} synthesis + {n_ppo} PPO)) "
-            f"but the corpus has {len(train)} usable ones; lower synthesis_anchors, ppo.steps or rounds, "
+            f"the run needs {need} distinct anchors ({config.rounds} rounds x ({n_synth} synthesis + {n_rl} RL)) "
+            f"but the corpus has {len(train)} usable ones; lower synthesis_anchors, rl.steps or rounds, "
             "or give a larger anchors.corpus"
         )
-    ppo_start = config.rounds * n_synth
+    rl_start = config.rounds * n_synth
     return [
         RoundAnchors(
-            ppo=train[ppo_start + r * n_ppo : ppo_start + (r + 1) * n_ppo],
+            rl=train[rl_start + r * n_rl : rl_start + (r + 1) * n_rl],
             synthesis=train[r * n_synth : (r + 1) * n_synth],
         )
         for r in range(config.rounds)
@@ -83,8 +83,10 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
     """Run (or continue) every stage of the run; returns the final encoder's folder."""
+    folder = RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run")
+    folder.check()  # a mistake in --out is reported before the models are resolved (a first conversion takes 30 s)
     blocks = validate(config)
-    with RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run") as run:
+    with folder as run:
         return _run_stages(run, blocks)
 
 
@@ -155,10 +157,10 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             f"round_{r}.generator",
             f"round_{r}/generator",
             lambda partial: tune_generator(
-                tune, round_dir / "ppo", partial, train_anchors=anchors.ppo, discriminator=run.discriminator
+                tune, round_dir / "rl", partial, train_anchors=anchors.rl, discriminator=run.discriminator
             ),
         )
-        shutil.rmtree(round_dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
+        shutil.rmtree(round_dir / "rl", ignore_errors=True)  # its checkpoint is now generator/
         synthesis_generator = str(generator_dir)
         if config.continue_generator:
             generator_source = synthesis_generator

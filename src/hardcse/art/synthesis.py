@@ -73,17 +73,24 @@ def synthesize(
     out_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_generator(generator_source, generation)
     torch.manual_seed(generation.seed)
-    records: list[dict] = []
     tokens = 0
     start = time.perf_counter()
     half = max(1, generation.batch_size // 2)
+    # anchors by length, so a batch pads little; records are written back in the anchors' order
+    order = sorted(range(len(anchors)), key=lambda i: len(anchors[i]))
+    by_position: dict[int, dict] = {}
     for i in tqdm(range(0, len(anchors), half), desc="generate", unit="batch"):
-        batch = anchors[i : i + half]
+        rows = order[i : i + half]
+        batch = [anchors[r] for r in rows]
         kinds = ["positive"] * len(batch) + ["negative"] * len(batch)
         pair_anchors = batch + batch
-        samples = sample(model, tokenizer, render_prompts(tokenizer, pair_anchors, kinds, generation), generation)
+        prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
+        samples = sample(model, tokenizer, prompts, generation, groups=kinds)
         tokens += int(samples.response_mask.sum())
-        parsed = [parse_response(t, a) for t, a in zip(samples.texts, pair_anchors, strict=True)]
+        parsed = [
+            parse_response(t, a, truncated=c)
+            for t, a, c in zip(samples.texts, pair_anchors, samples.truncated, strict=True)
+        ]
         parts = reward(pair_anchors, parsed, kinds)
         for j, anchor in enumerate(batch):
             record: dict = {"anchor": anchor}
@@ -99,7 +106,8 @@ def synthesize(
                     f"{kind}_reward": _number(parts.reward[k]),
                 }
             record["drop_reason"] = drop_reason(record, filter_config)
-            records.append(record)
+            by_position[rows[j]] = record
+    records = [by_position[i] for i in range(len(anchors))]
     seconds = time.perf_counter() - start
     write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
     kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
@@ -149,8 +157,10 @@ def synthesis_run(
     if not texts:
         raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
     source = generator or config.generator.model
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate")
+    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate") as run:
+    with folder as run:
         run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
 
         def build(_: Path) -> None:

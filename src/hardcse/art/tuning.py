@@ -1,8 +1,8 @@
-"""ART's generator tuning (Section 3.3): PPO of the generator against the dual reward, logged and resumable.
+"""ART's generator tuning (Section 3.3): RL of the generator against the dual reward, logged and resumable.
 
-Work folder: ``ppo_log.jsonl`` (one line per step), ``ppo_curves.png``, ``checkpoint/`` (adapter + PPO state,
-every ``save_every`` steps); the final adapter with its PPO log and curves goes to ``final_dir`` (a folder
-``hardcse art generate`` takes).
+PPO (the paper's) or GRPO, by ``rl.algorithm``. Work folder: ``rl_log.jsonl`` (one line per step),
+``rl_curves.png``, ``checkpoint/`` (adapter + optimizer state, every ``save_every`` steps); the final adapter
+with its log and curves goes to ``final_dir`` (a folder ``hardcse art generate`` takes).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
-from hardcse.art.plots import plot_ppo_log
-from hardcse.art.ppo import PPOTrainer, RewardFn
+from hardcse.art.grpo import GRPOTrainer
+from hardcse.art.plots import RL_CURVES_PNG, RL_LOG, plot_rl_log
+from hardcse.art.policy import PolicyTrainer, RewardFn, saved_state_exists
+from hardcse.art.ppo import PPOTrainer
 from hardcse.art.reward import DualReward
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
@@ -35,8 +37,8 @@ log = logging.getLogger(__name__)
 def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> RewardFn:
     """Parse each response, then score it with the dual reward; logs the reward parts and rejection reasons."""
 
-    def score(texts: list[str]) -> tuple[np.ndarray, dict]:
-        parsed = [parse_response(t, a) for t, a in zip(texts, anchors, strict=True)]
+    def score(texts: list[str], truncated: list[bool]) -> tuple[np.ndarray, dict]:
+        parsed = [parse_response(t, a, truncated=c) for t, a, c in zip(texts, anchors, truncated, strict=True)]
         parts = reward(anchors, parsed, kinds)
         reasons = Counter(p.reason for p in parsed if not p.ok)
         stats = parts.summary() | {f"reject_{r}": reasons.get(r, 0) / len(texts) for r in REASONS}
@@ -48,6 +50,30 @@ def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> R
     return score
 
 
+def step_prompts(config: TuneConfig, train_anchors: list[str], step: int) -> tuple[list[str], list[str], list]:
+    """The anchors, kinds and prefix groups of step ``step``'s rollouts. PPO: ``batch_size`` anchors, positive
+    and negative alternating (one prefix per kind). GRPO: ``batch_size / group_size`` anchors, alternating,
+    each repeated ``group_size`` times (a group shares its whole prompt)."""
+    rl = config.rl
+    if rl.algorithm == "grpo":
+        anchors = anchors_for_step(train_anchors, step, rl.batch_size // rl.group_size)
+        kinds = [KINDS[i % 2] for i in range(len(anchors))]
+        repeat = rl.group_size
+        return (
+            [a for a in anchors for _ in range(repeat)],
+            [k for k in kinds for _ in range(repeat)],
+            [i for i in range(len(anchors)) for _ in range(repeat)],
+        )
+    anchors = anchors_for_step(train_anchors, step, rl.batch_size)
+    kinds = [KINDS[i % 2] for i in range(rl.batch_size)]
+    return anchors, kinds, kinds
+
+
+def make_trainer(model: object, tokenizer: object, config: TuneConfig) -> PolicyTrainer:
+    trainer = GRPOTrainer if config.rl.algorithm == "grpo" else PPOTrainer
+    return trainer(model, tokenizer, config.generator, config.rl)
+
+
 def tune_generator(
     config: TuneConfig,
     work_dir: str | Path,
@@ -55,13 +81,13 @@ def tune_generator(
     train_anchors: list[str] | None = None,
     discriminator: NLIDiscriminator | None = None,
 ) -> Path:
-    """Run ``config.ppo.steps`` PPO steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
+    """Run ``config.rl.steps`` RL steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
     tuned generator to ``final_dir`` and returns it. Step ``t`` reads the ``t``-th slice of ``train_anchors``
     (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``."""
     out_dir = Path(work_dir)
     final = Path(final_dir)
     checkpoint = out_dir / "checkpoint"
-    log_path = out_dir / "ppo_log.jsonl"
+    log_path = out_dir / RL_LOG
     out_dir.mkdir(parents=True, exist_ok=True)
 
     if train_anchors is None:
@@ -69,11 +95,11 @@ def tune_generator(
     discriminator = discriminator or load_discriminator(config.discriminator)
     reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
     recover_dir(checkpoint)  # a kill while the checkpoint was being replaced leaves a complete one in place
-    resuming = (checkpoint / "ppo_state.json").is_file()
+    resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model
-    torch.manual_seed(config.ppo.seed)  # a fresh LoRA adapter's initial weights: the same in every process
+    torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     model, tokenizer = load_generator(source, config.generator, trainable=True)
-    trainer = PPOTrainer(model, tokenizer, config.generator, config.ppo)
+    trainer = make_trainer(model, tokenizer, config)
     if resuming:
         trainer.load_state(checkpoint)
         # steps logged after the checkpoint are redone; a torn last line (killed mid-write) is dropped
@@ -89,43 +115,44 @@ def tune_generator(
     elif log_path.exists():
         log_path.unlink()
 
-    batch = config.ppo.batch_size
-    kinds = [KINDS[i % 2] for i in range(batch)]  # positive and negative prompts mixed in every batch
-    with tqdm(total=config.ppo.steps, initial=trainer.step_count, desc="PPO", unit="step") as bar:
-        while trainer.step_count < config.ppo.steps:
+    rl = config.rl
+    with tqdm(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
+        while trainer.step_count < rl.steps:
             step = trainer.step_count + 1
-            anchors = anchors_for_step(train_anchors, step, batch)
+            anchors, kinds, groups = step_prompts(config, train_anchors, step)
             prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
-            torch.manual_seed(config.ppo.seed + step)  # the same step samples the same way after a resume
-            stats = trainer.step(prompts, art_reward_fn(reward, anchors, kinds))
+            torch.manual_seed(rl.seed + step)  # the same step samples the same way after a resume
+            stats = trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds))
             with log_path.open("a", encoding="utf-8") as fh:
                 append_jsonl(fh, stats)
             bar.update(1)
             bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
-            if trainer.step_count % config.ppo.save_every == 0 or trainer.step_count == config.ppo.steps:
+            if trainer.step_count % rl.save_every == 0 or trainer.step_count == rl.steps:
                 tmp = out_dir / "checkpoint.tmp"
                 shutil.rmtree(tmp, ignore_errors=True)
                 trainer.save(tmp, base_model_source(config.generator.model))
                 replace_dir(tmp, checkpoint)
-    plot_ppo_log(log_path, out_dir / "ppo_curves.png")
+    plot_rl_log(log_path, out_dir / RL_CURVES_PNG)
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(checkpoint, final)
-    for name in ("ppo_log.jsonl", "ppo_curves.png"):
+    for name in (RL_LOG, RL_CURVES_PNG):
         shutil.copy2(out_dir / name, final / name)
     return final
 
 
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
-    """``hardcse art tune`` as a run folder: PPO works in ``ppo/`` (checkpoints; a killed run resumes from the
-    last) and the tuned generator lands in ``generator/`` with its PPO log and curves. Returns ``generator/``."""
+    """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
+    last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
     from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune")
+    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_model_sources(
         {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
     )
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune") as run:
-        final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "ppo", partial))
-        shutil.rmtree(run.dir / "ppo", ignore_errors=True)  # its checkpoint is now generator/
+    with folder as run:
+        final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "rl", partial))
+        shutil.rmtree(run.dir / "rl", ignore_errors=True)  # its checkpoint is now generator/
         run.finish()
     return final

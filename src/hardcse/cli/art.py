@@ -15,19 +15,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_run_command(
         commands,
         "run",
-        "round 0 eval, then rounds of PPO -> synthesis -> filter -> SimCSE -> eval",
+        "round 0 eval, then rounds of RL (PPO or GRPO) -> synthesis -> filter -> SimCSE -> eval",
         run,
         "ArtRunConfig keys: configs/quickstart.yaml, configs/cpu-full.yaml, ...",
-        "rounds=1 ppo.steps=10",
+        "rounds=1 rl.steps=10",
     )
 
     add_run_command(
         commands,
         "tune",
-        "tune the generator with PPO against the dual reward",
+        "tune the generator with RL (PPO or GRPO) against the dual reward",
         tune,
         "TuneConfig keys: configs/tune-cpu.yaml",
-        "ppo.steps=30 reward.omega=0.6",
+        "rl.steps=30 rl.algorithm=grpo",
     )
 
     p = add_run_command(
@@ -75,7 +75,7 @@ def tune(args: argparse.Namespace) -> None:
     from hardcse.art.tuning import tune_run
 
     final = tune_run(run_config(TuneConfig, args), args.out, resume=args.resume, overwrite=args.overwrite)
-    print(f"tuned generator: {final} (curves: {final / 'ppo_curves.png'})")
+    print(f"tuned generator: {final} (curves: {final / 'rl_curves.png'})")
 
 
 def generate(args: argparse.Namespace) -> None:

@@ -13,9 +13,11 @@ import functools
 import shutil
 from pathlib import Path
 
+from hardcse.data.corpus import read_sentences
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.train import run_stage1, run_stage2, stage1_folder
+from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.resources import resolve_model
 from hardcse.run_folder import RunFolder
@@ -25,6 +27,9 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
     """Run (or continue) the stages of ``config`` in the run folder ``out``; returns the final model folder."""
     resolve_model(config.encoder)  # a missing model fails here, not after stage 1
     reused = stage1_folder(config) if config.stage1_from else None
+    if config.setting == "semi" and (2 in config.stages or config.method == "simcse") and not resume:
+        if not read_sentences(config.unlabeled):  # stage 2's sentences, checked before stage 1 spends its time
+            raise HardcseError(f"{config.unlabeled}: no sentences")
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train") as run:
         data = functools.cache(lambda: nli_data(config))  # read only by a stage that still has to run
         stage1 = run.dir / "stage1"

@@ -126,6 +126,8 @@ def simcse_run(
     if config.data is None:
         raise HardcseError("no training data: give --data FILE (or data: in the config)")
     data = read_training_data(config.mode, config.data, on_error)  # a bad file fails before the folder exists
+    if not data:
+        raise HardcseError(f"{config.data}: no rows to train on")
     resolve_model(config.encoder)
     records: dict[str, dict] = {}
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train") as run:

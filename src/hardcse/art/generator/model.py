@@ -28,6 +28,14 @@ def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+def generator_dtype(name: str) -> torch.dtype:
+    """The weights' dtype for a ``GeneratorConfig.dtype`` name; "auto" asks the processor."""
+    if name == "auto":
+        native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+        return torch.bfloat16 if native else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
+
+
 def is_generator_folder(source: str) -> bool:
     return (Path(source) / GENERATOR_FILE).is_file()
 
@@ -51,7 +59,7 @@ def load_generator(
     base_source = base_model_source(source)
     base_path = resolve_model(base_source)
     with loading(f"generator {base_source} (a causal language model)"):
-        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=generator_dtype(config.dtype))
         tokenizer = load_tokenizer(base_path)
     if adapter_dir is not None:
         with loading(f"generator adapter {adapter_dir}"):

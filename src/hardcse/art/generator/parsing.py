@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-REASONS = ("empty", "too_short", "too_long", "copy", "several_sentences", "non_text", "meta_text")
+REASONS = ("cut_off", "empty", "too_short", "too_long", "copy", "several_sentences", "non_text", "meta_text")
 
 _LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:positive|negative|variation|new|rewritten|paraphrased?|modified|generated|answer|output|"
@@ -49,8 +49,11 @@ def _normalise(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
-def parse_response(text: str, anchor: str, min_words: int = 3, max_words: int = 64) -> Parsed:
-    """The one sentence in ``text``; rejects empty, too short/long, copies, several sentences, non-text, meta."""
+def parse_response(text: str, anchor: str, min_words: int = 3, max_words: int = 64, truncated: bool = False) -> Parsed:
+    """The one sentence in ``text``; rejects cut-off answers (``truncated``: stopped by max_new_tokens, not by
+    the model), empty, too short/long, copies, several sentences, non-text, meta."""
+    if truncated:
+        return Parsed(None, "cut_off")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     # An "Original: ..." line is skipped when it echoes the anchor; when its text differs, the model has
     # written its answer under the wrong label, and that text is the candidate.

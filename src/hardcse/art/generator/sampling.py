@@ -1,30 +1,43 @@
-"""Batched sampling with left padding; optionally the per-token log-probs and hidden states PPO needs.
+"""Sampling responses: the shared prompt prefix once, then token by token, finished rows leaving the batch.
 
-Log-probs are those of the sampling distribution softmax(logits / temperature) (top-k/top-p truncation, when
-set, is not reflected, as in TRL). They and the last-layer hidden states come from ``generate`` itself, so a
-rollout needs no second forward pass of the policy.
+A hand-written decoding loop rather than ``generate``: it continues from the prefix cache of
+:mod:`hardcse.art.generator.prefix`, computes the LM head only at the last position, and drops a row from the
+batch (and its cache) as soon as it has written its end-of-sequence token, so a batch costs what its rows
+write, not what its longest row writes. Sampling is softmax(logits / temperature) with optional top-k and
+top-p (transformers' logits warpers). Log-probs for RL are not taken here: the trainer recomputes them with
+the same forward it trains with, so the PPO ratio is exactly 1 before the first update.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.prefix import PromptBatch, encode_prompts, positions, prefix_cache, rows_cache
 
 
 @dataclass
 class Samples:
-    prompt_ids: torch.Tensor  # (B, P), left-padded
-    prompt_mask: torch.Tensor  # (B, P)
+    prompts: PromptBatch
     response_ids: torch.Tensor  # (B, T), padded after the end-of-sequence token
     response_mask: torch.Tensor  # (B, T) float: 1 up to and including the first end-of-sequence token
     texts: list[str]
-    logprobs: torch.Tensor | None = None  # (B, T) log pi(y_t | x, y_<t)
-    hidden: torch.Tensor | None = None  # (B, T, H) the hidden state that produced y_t
+    truncated: list[bool]  # the row reached max_new_tokens without an end-of-sequence token
+
+    def select(self, rows: torch.Tensor) -> Samples:
+        idx = rows.tolist()
+        return Samples(
+            self.prompts.select(rows),
+            self.response_ids[rows],
+            self.response_mask[rows],
+            [self.texts[i] for i in idx],
+            [self.truncated[i] for i in idx],
+        )
 
 
 def response_mask(response_ids: torch.Tensor, eos_ids: Sequence[int]) -> torch.Tensor:
@@ -42,42 +55,78 @@ def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) ->
     return sorted(ids)
 
 
+def decoder_and_head(model: PreTrainedModel) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The transformer body and the LM head (of the base model under a PEFT wrapper: LoRA layers live inside)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def _draw(logits: torch.Tensor, config: GeneratorConfig) -> torch.Tensor:
+    scores = logits / config.sampling_temperature
+    if config.top_k:
+        scores = TopKLogitsWarper(config.top_k)(None, scores)
+    if config.top_p < 1.0:
+        scores = TopPLogitsWarper(config.top_p)(None, scores)
+    # inverse-CDF draw: the distribution of torch.multinomial at a thirtieth of its cost on a 49k vocabulary
+    cdf = scores.softmax(-1).cumsum(-1)
+    u = torch.rand(cdf.shape[0], 1) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
+
+
 @torch.no_grad()
 def sample(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[str],
     config: GeneratorConfig,
-    with_rollout_stats: bool = False,
+    groups: Sequence[Hashable] | None = None,
 ) -> Samples:
-    """Sample one response per prompt. ``with_rollout_stats`` also returns log-probs and hidden states."""
-    encoded = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
-    encoded = {k: v.to(model.device) for k, v in encoded.items()}
+    """Sample one response per prompt. ``groups``: prompts with the same key share a prefix (default: all)."""
     was_training = model.training
-    model.eval()
-    out = model.generate(
-        **encoded,
-        do_sample=True,
-        temperature=config.sampling_temperature,
-        top_k=config.top_k,
-        top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id,
-        return_dict_in_generate=True,
-        output_logits=with_rollout_stats,
-        output_hidden_states=with_rollout_stats,
-    )
-    model.train(was_training)
-    prompt_len = encoded["input_ids"].shape[1]
-    response_ids = out.sequences[:, prompt_len:]
-    mask = response_mask(response_ids, eos_token_ids(model, tokenizer))
+    model.eval()  # no dropout: the trainer's forwards run in eval mode too
+    try:
+        return _sample(model, tokenizer, encode_prompts(tokenizer, prompts, groups), config)
+    finally:
+        model.train(was_training)
+
+
+def _sample(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, batch: PromptBatch, config: GeneratorConfig
+) -> Samples:
+    decoder, head = decoder_and_head(model)
+    eos = torch.tensor(eos_token_ids(model, tokenizer))
+    n = len(batch)
+    cache = rows_cache(prefix_cache(decoder, batch), batch.group)
+    attention = torch.cat([batch.prefix_mask[batch.group], batch.suffix_mask], dim=1)
+    input_ids, position_ids = batch.suffix_ids, positions(attention)[:, -batch.suffix_ids.shape[1] :]
+    alive = torch.arange(n)
+    written = torch.full((n, config.max_new_tokens), tokenizer.pad_token_id, dtype=torch.long)
+    ended = torch.zeros(n, dtype=torch.bool)
+    length = 0
+    for t in range(config.max_new_tokens):
+        hidden = decoder(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        ).last_hidden_state[:, -1]
+        token = _draw(head(hidden).float(), config)
+        written[alive, t] = token
+        length = t + 1
+        stop = torch.isin(token, eos)
+        ended[alive[stop]] = True
+        if stop.all():
+            break
+        if stop.any():  # finished rows leave the batch and its cache
+            keep = (~stop).nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            alive, token, attention, position_ids = alive[keep], token[keep], attention[keep], position_ids[keep]
+        attention = torch.cat([attention, torch.ones_like(token).unsqueeze(1)], dim=1)
+        input_ids, position_ids = token.unsqueeze(1), position_ids[:, -1:] + 1
+    response_ids = written[:, :length]
+    mask = response_mask(response_ids, eos.tolist())
     texts = tokenizer.batch_decode(
         response_ids * mask.long() + tokenizer.pad_token_id * (1 - mask.long()), skip_special_tokens=True
     )
-    samples = Samples(encoded["input_ids"], encoded["attention_mask"], response_ids, mask, texts)
-    if with_rollout_stats:
-        logits = torch.stack(out.logits, dim=1).float() / config.sampling_temperature  # (B, T, V)
-        samples.logprobs = torch.gather(logits.log_softmax(-1), 2, response_ids.unsqueeze(-1)).squeeze(-1)
-        # hidden_states[t][-1] is the last layer at step t: the whole prompt at t = 0, one position later.
-        samples.hidden = torch.stack([step[-1][:, -1, :] for step in out.hidden_states], dim=1)
-    return samples
+    return Samples(batch, response_ids, mask, texts, (~ended).tolist())

@@ -1,0 +1,146 @@
+"""Prompts that begin alike: the shared beginning is computed once, as a key/value cache every row continues.
+
+ART's prompts of one kind share everything up to the anchor (system prompt, few-shot turns, the instruction),
+about four fifths of their tokens. A :class:`PromptBatch` splits each tokenised prompt into the longest token
+prefix it shares with its group (one group per kind, or per prompt for GRPO's repeated prompts) and the rest.
+The prefixes go through the model once, as a batch of G rows, and each of the B rows continues from its
+group's cache: the same numbers as the full prompt (left padding sits before each part and is masked),
+at a fraction of the cost of a forward over every prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import DynamicCache, PreTrainedTokenizerBase
+
+from hardcse.errors import HardcseError
+
+
+@dataclass
+class PromptBatch:
+    prefix_ids: torch.Tensor  # (G, P) left-padded: the distinct shared beginnings
+    prefix_mask: torch.Tensor  # (G, P)
+    group: torch.Tensor  # (B,) the prefix each row continues
+    suffix_ids: torch.Tensor  # (B, S) left-padded: the rest of each prompt (at least one token)
+    suffix_mask: torch.Tensor  # (B, S)
+
+    def __len__(self) -> int:
+        return int(self.group.shape[0])
+
+    def select(self, rows: torch.Tensor) -> PromptBatch:
+        """The batch of ``rows`` only (the prefixes stay; suffix columns that are padding in every row go)."""
+        mask = self.suffix_mask[rows]
+        first = int((mask.sum(dim=0) > 0).nonzero()[0])
+        return PromptBatch(
+            self.prefix_ids, self.prefix_mask, self.group[rows], self.suffix_ids[rows, first:], mask[:, first:]
+        )
+
+    def prompt_ids(self, row: int) -> list[int]:
+        """The whole prompt of ``row`` as token ids (prefix and suffix without padding)."""
+        g = int(self.group[row])
+        prefix = self.prefix_ids[g][self.prefix_mask[g].bool()]
+        suffix = self.suffix_ids[row][self.suffix_mask[row].bool()]
+        return torch.cat([prefix, suffix]).tolist()
+
+
+def _left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r) :] = 1
+    return ids, mask
+
+
+def _common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
+    shortest = min(len(r) for r in rows)
+    n = 0
+    while n < shortest and all(r[n] == rows[0][n] for r in rows):
+        n += 1
+    return n
+
+
+def encode_prompts(
+    tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str], groups: Sequence[Hashable] | None = None
+) -> PromptBatch:
+    """Tokenise ``prompts`` and split each at the longest token prefix shared within its group (default: one
+    group for all). Every row keeps at least its last token as suffix: that is where generation continues."""
+    if not prompts:
+        raise HardcseError("no prompts to encode")
+    groups = list(groups) if groups is not None else [0] * len(prompts)
+    if len(groups) != len(prompts):
+        raise HardcseError(f"{len(prompts)} prompts but {len(groups)} groups")
+    ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    if any(len(r) == 0 for r in ids):
+        raise HardcseError("a prompt is empty after tokenisation")
+    keys = list(dict.fromkeys(groups))
+    members = {k: [ids[i] for i, g in enumerate(groups) if g == k] for k in keys}
+    length = {k: min(_common_prefix_length(rows), min(len(r) for r in rows) - 1) for k, rows in members.items()}
+    prefix_ids, prefix_mask = _left_pad([members[k][0][: length[k]] for k in keys], tokenizer.pad_token_id)
+    index = {k: i for i, k in enumerate(keys)}
+    suffix_ids, suffix_mask = _left_pad(
+        [r[length[g] :] for r, g in zip(ids, groups, strict=True)], tokenizer.pad_token_id
+    )
+    group = torch.tensor([index[g] for g in groups], dtype=torch.long)
+    return PromptBatch(prefix_ids, prefix_mask, group, suffix_ids, suffix_mask)
+
+
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids under left padding, as ``generate`` computes them: the count of real tokens before each."""
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
+
+
+def prefix_cache(decoder: nn.Module, batch: PromptBatch) -> DynamicCache:
+    """The key/value cache of the G prefixes (with gradients when they are enabled: LoRA changes them)."""
+    cache = DynamicCache()
+    if batch.prefix_ids.shape[1] > 0:
+        decoder(
+            input_ids=batch.prefix_ids,
+            attention_mask=batch.prefix_mask,
+            position_ids=positions(batch.prefix_mask),
+            past_key_values=cache,
+            use_cache=True,
+        )
+    return cache
+
+
+def rows_cache(cache: DynamicCache, group: torch.Tensor) -> DynamicCache:
+    """A new cache with row i holding the prefix of ``group[i]`` (differentiable; the prefix cache is kept)."""
+    rows = DynamicCache()
+    for layer, cached in enumerate(cache.layers):
+        if cached.keys is not None and cached.keys.numel():
+            rows.update(cached.keys[group], cached.values[group], layer)
+    return rows
+
+
+def continue_rows(
+    decoder: nn.Module,
+    batch: PromptBatch,
+    new_ids: torch.Tensor | None = None,
+    new_mask: torch.Tensor | None = None,
+    cache: DynamicCache | None = None,
+) -> tuple[torch.Tensor, DynamicCache, torch.Tensor]:
+    """Run each row's suffix (and ``new_ids`` after it, e.g. a response) on top of its prefix.
+
+    Returns the last-layer hidden states of the suffix and new positions (B, S + T, H), the rows' cache and
+    the full attention mask (B, P + S + T). ``cache``: the prefixes' cache, when the caller already has it."""
+    cache = rows_cache(cache if cache is not None else prefix_cache(decoder, batch), batch.group)
+    input_ids, mask = batch.suffix_ids, batch.suffix_mask
+    if new_ids is not None:
+        input_ids = torch.cat([input_ids, new_ids], dim=1)
+        mask = torch.cat([mask, new_mask if new_mask is not None else torch.ones_like(new_ids)], dim=1)
+    attention = torch.cat([batch.prefix_mask[batch.group], mask], dim=1)
+    hidden = decoder(
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=positions(attention)[:, -input_ids.shape[1] :],
+        past_key_values=cache,
+        use_cache=True,
+    ).last_hidden_state
+    return hidden, cache, attention

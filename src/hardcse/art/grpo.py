@@ -1,0 +1,95 @@
+"""GRPO (Shao et al. 2024, DeepSeekMath, eq. 3): PPO's clipped objective without a value head.
+
+Each prompt is sampled G times; a completion's advantage is its reward standardised within its group,
+
+    A_i = (r_i - mean(r_1..r_G)) / (std(r_1..r_G) + eps)        (std with Bessel's correction, eps 1e-4, as TRL)
+
+the same for every token of it. The loss, per completion the mean over its tokens and then the mean over
+completions, is
+
+    L = -mean_i 1/|o_i| sum_t [ min(rho_t A_i, clip(rho_t, 1 - eps_c, 1 + eps_c) A_i) - beta * D_t ]
+    D_t = pi_ref / pi - log(pi_ref / pi) - 1                      (the unbiased k3 estimator of KL(pi || pi_ref))
+
+with rho_t = pi(o_t) / pi_old(o_t) and the reference the LM with the adapter disabled.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hardcse.art.policy import PolicyTrainer, Rollout, masked_mean
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
+    """(r_i - group mean) / (group std + eps) for rewards laid out group after group."""
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    grouped = rewards.view(-1, group_size)
+    std = grouped.std(dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(grouped[:, :1])
+    return ((grouped - grouped.mean(dim=1, keepdim=True)) / (std + eps)).view(-1)
+
+
+def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token exp(ref - logp) - (ref - logp) - 1: non-negative, zero where the policy is the reference."""
+    delta = ref_logprobs - logprobs
+    return torch.exp(delta) - delta - 1
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float,
+    beta: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, clip fraction, mean per-token KL); ``advantages`` (B,) one per completion."""
+    ratio = torch.exp(logprobs - old_logprobs)
+    a = advantages.unsqueeze(1)
+    surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip, 1 + clip) * a)
+    kl = k3_kl(logprobs, ref_logprobs)
+    per_token = -(surrogate - beta * kl)
+    per_completion = (per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+    clipped = (ratio * a > torch.clamp(ratio, 1 - clip, 1 + clip) * a).float()
+    return per_completion.mean(), masked_mean(clipped, mask), masked_mean(kl, mask)
+
+
+class GRPOTrainer(PolicyTrainer):
+    """GRPO on the LoRA policy; prompts come in groups of ``config.group_size`` identical rows."""
+
+    LOSS_KEYS = ("policy_loss", "clipfrac", "entropy", "kl_token")
+
+    def advantages(self, rollout: Rollout) -> None:
+        rollout.advantages = group_advantages(rollout.scores, self.config.group_size)
+
+    def minibatch_losses(self, rollout: Rollout, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        mask = rollout.samples.response_mask[rows]
+        old_logprobs = rollout.old_logprobs[rows]
+        logprobs, entropy, _ = self.policy_outputs(rollout.samples.select(rows))
+        loss, clipfrac, kl = grpo_loss(
+            logprobs,
+            old_logprobs,
+            rollout.ref_logprobs[rows],
+            rollout.advantages[rows],
+            mask,
+            self.config.cliprange,
+            self.config.grpo_beta,
+        )
+        return {
+            "loss": loss,
+            "policy_loss": loss,
+            "clipfrac": clipfrac,
+            "kl_token": kl,
+            "entropy": masked_mean(entropy, mask),
+            "ratio": torch.exp(logprobs - old_logprobs) * mask,
+        }
+
+    def step_stats(self, rollout: Rollout, n_prompts: int) -> dict:
+        mask = rollout.samples.response_mask
+        kl = k3_kl(rollout.old_logprobs, rollout.ref_logprobs) * mask
+        spread = rollout.scores.view(-1, self.config.group_size).std(dim=1) if self.config.group_size > 1 else None
+        return {
+            "kl": float(kl.sum(dim=1).mean()),
+            "reward_std_in_group": float(spread.mean()) if spread is not None else 0.0,
+        }
