@@ -24,7 +24,7 @@ def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
         "discriminator": str(tiny_nli_dir),
         "judge": str(tiny_nli_dir),
         "rounds": 2,
-        "generator": {"model": str(tiny_lm_dir), "max_new_tokens": 6, "batch_size": 4},
+        "generator": {"model": str(tiny_lm_dir), "max_new_tokens": 16, "batch_size": 4},
         "anchors": {"corpus": str(corpus), "held_out": 5, "min_words": 3},
         "rl": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "epochs": 1, "save_every": 1},
         "synthesis_anchors": 4,

@@ -7,7 +7,7 @@ from hardcse.art.config import (
     ArtRunConfig,
     FilterConfig,
     GeneratorConfig,
-    PPOConfig,
+    RLConfig,
     RewardConfig,
     TuneConfig,
 )
@@ -111,10 +111,12 @@ OUT_OF_RANGE = [
     (RewardConfig, "omega=2", "omega"),
     (RewardConfig, "alpha_pos=-3", "alpha_pos"),
     (RewardConfig, "w1=-1", "w1"),
-    (PPOConfig, "learning_rate=0", "learning_rate"),
-    (PPOConfig, "minibatch_size=32", "minibatch_size"),
-    (PPOConfig, "lam=1.5", "lam"),
-    (PPOConfig, "save_every=0", "save_every"),
+    (RLConfig, "learning_rate=0", "learning_rate"),
+    (RLConfig, "minibatch_size=32", "minibatch_size"),
+    (RLConfig, "lam=1.5", "lam"),
+    (RLConfig, "save_every=0", "save_every"),
+    (RLConfig, "algorithm=a2c", "algorithm"),
+    (GeneratorConfig, "dtype=float16", "dtype"),
     (AnchorConfig, "max_words=2", "max_words"),
     (FilterConfig, "min_entailment=2", "min_entailment"),
     (TuneConfig, "rl.steps=0", "rl.steps"),
@@ -141,6 +143,15 @@ OUT_OF_RANGE = [
 ]
 
 
+def test_grpo_batches_split_into_groups_and_old_ppo_keys_name_their_new_place():
+    with pytest.raises(HardcseError, match=r"batch_size: 10 is not a multiple of group_size 4"):
+        load_config(RLConfig, overrides=["algorithm=grpo", "batch_size=10"])
+    with pytest.raises(HardcseError, match=r"ppo: this key is now rl; rename it"):
+        load_config(TuneConfig, overrides=["ppo.steps=3"])
+    with pytest.raises(HardcseError, match=r"ppo_epochs: this key is now epochs"):
+        load_config(TuneConfig, overrides=["rl.ppo_epochs=3"])
+
+
 @pytest.mark.parametrize(("cls", "override", "key"), OUT_OF_RANGE)
 def test_out_of_range_values_name_their_key(cls, override, key):
     with pytest.raises(HardcseError, match=rf"^{cls.__name__}\.{key}: "):
@@ -149,7 +160,7 @@ def test_out_of_range_values_name_their_key(cls, override, key):
 
 def test_every_config_class_is_range_checked():
     tested = {cls for cls, _, _ in OUT_OF_RANGE}
-    assert tested >= {SimCSEConfig, NLITrainConfig, GeneratorConfig, RewardConfig, PPOConfig, AnchorConfig}
+    assert tested >= {SimCSEConfig, NLITrainConfig, GeneratorConfig, RewardConfig, RLConfig, AnchorConfig}
     assert tested >= {FilterConfig, TuneConfig, ArtRunConfig, CurriculumConfig, DiffAugConfig}
 
 

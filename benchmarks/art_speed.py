@@ -1,0 +1,192 @@
+"""ART's speed on this machine, before and after, in one run: synthesis tokens/s and seconds per RL step.
+
+    python benchmarks/art_speed.py [--before 9a34d62] [--anchors 64] [--steps 4]
+
+"before" is the code of a git commit (default: the last commit before the speed work), checked out into a
+temporary worktree and measured by the same script in a subprocess, one after the other (never at the same
+time). Each side uses the quickstart config of its own tree, the bundled generator and encoder, and the same
+random-head NLI cross-encoder on the bundled MiniLM (the discriminator's cost is that of a trained one; its
+numbers are meaningless and unused). RL is measured at 16 rollouts a step (PPO; after: GRPO as well), the
+median over ``--steps`` steps after one warm-up step, with the time of each phase. Synthesis counts the
+generated tokens (up to and including the end-of-sequence token) per second of the whole synthesis stage:
+generation, parsing and scoring.
+Writes benchmarks/results/art_speed.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+BEFORE = "9a34d62"
+PHASES = ("generation_s", "scoring_s", "policy_forward_s", "reference_s", "optimisation_s")
+
+
+def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str) -> dict:
+    """Run in the tree under test (its src/ first on the path): the numbers of one side."""
+    import statistics
+    import time
+
+    import torch
+
+    from hardcse.art.anchors import split_anchors
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.reward import DualReward
+    from hardcse.art.synthesis import synthesize
+    from hardcse.art.tuning import tune_generator
+    from hardcse.config import load_config
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+
+    config_path = tree / "configs" / "quickstart.yaml"
+    new_api = hasattr(ArtRunConfig(), "rl")
+    section = "rl" if new_api else "ppo"
+    overrides = [f"{section}.steps={steps + 1}", f"{section}.batch_size=16", f"{section}.save_every={steps + 1}"]
+    if new_api:
+        overrides.append(f"rl.algorithm={algorithm}")
+    config = load_config(ArtRunConfig, config_path, overrides)
+    discriminator = NLIDiscriminator.load(str(work / "nli"))
+    result: dict = {"torch_threads": torch.get_num_threads()}
+    if new_api:
+        from hardcse.art.generator.model import generator_dtype
+
+        result["generator_dtype"] = str(generator_dtype(config.generator.dtype)).removeprefix("torch.")
+    if algorithm == "ppo":  # synthesis does not depend on the RL algorithm: measured once per side
+        reward = DualReward(discriminator, load_encoder(config.encoder), config.reward)
+        texts = split_anchors(config.anchors).held_out[:anchors]
+        report = synthesize(config.generator.model, texts, config.generator, reward, config.filter, work / "synthesis")
+        result |= {
+            "synthesis_tokens_per_second": round(report.tokens_per_second, 1),
+            "synthesis_seconds": round(report.seconds, 1),
+            "synthesis_anchors": len(texts),
+            "synthesis_batch_size": config.generator.batch_size,
+        }
+    start = time.perf_counter()
+    final = tune_generator(config, work / f"tune-{algorithm}", work / f"gen-{algorithm}", discriminator=discriminator)
+    log_name = "rl_log.jsonl" if new_api else "ppo_log.jsonl"
+    rows = [json.loads(line) for line in (final / log_name).read_text().splitlines()][1:]  # step 1 warms up
+    seconds = [sum(r.get(p, 0.0) for p in PHASES) for r in rows]
+    result |= {
+        "rl_algorithm": algorithm,
+        "rl_step_seconds_median": round(statistics.median(seconds), 2),
+        "rl_step_seconds": [round(s, 2) for s in seconds],
+        "rl_phase_seconds_median": {p: round(statistics.median(r.get(p, 0.0) for r in rows), 2) for p in PHASES},
+        "rl_rollouts_per_step": 16,
+        "rl_response_tokens_mean": round(statistics.mean(r["response_tokens"] for r in rows), 1),
+        "rl_wall_seconds_incl_loading": round(time.perf_counter() - start, 1),
+    }
+    return result
+
+
+def side(tree: Path, work: Path, args: argparse.Namespace, algorithm: str) -> dict:
+    """``measure`` in a subprocess that imports hardcse from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "TQDM_DISABLE": "1"}
+    code = (
+        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import art_speed; "
+        "print('RESULT ' + json.dumps(art_speed.measure(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), "
+        "int(sys.argv[5]), sys.argv[6])))"
+    )
+    argv = [sys.executable, "-c", code, str(REPO / "benchmarks"), str(tree), str(work)]
+    argv += [str(args.anchors), str(args.steps), algorithm]
+    out = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"measuring {tree} failed:\n{out.stderr[-3000:]}")
+    return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
+
+
+def random_discriminator(path: Path) -> None:
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from hardcse.data.nli import LABEL_ID, LABELS
+    from hardcse.resources import resolve_model
+
+    model = CrossEncoder(
+        str(resolve_model("bundled:minilm-l6")),
+        num_labels=3,
+        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
+    )
+    model.save_pretrained(str(path))
+
+
+def markdown(result: dict) -> str:
+    before, after = result["before"], result
+    lines = [
+        "# ART speed on this machine (2 cores)",
+        "",
+        f"`{result['command']}`, {result['platform']}. Before = commit `{result['before_commit']}`; after = this "
+        "tree. Both sides ran one after the other in the same run, nothing else on the machine.",
+        "",
+        "| | before | after | target |",
+        "|---|---:|---:|---:|",
+        f"| synthesis, generated tokens/s | {before['synthesis_tokens_per_second']} "
+        f"| **{after['synthesis_tokens_per_second']}** | >= 150 |",
+        f"| synthesis batch (rows) | {before['synthesis_batch_size']} | {after['synthesis_batch_size']} | |",
+        f"| RL seconds per 16 rollouts (PPO, median) | {before['rl_step_seconds_median']} "
+        f"| **{after['rl_step_seconds_median']}** | <= 10 |",
+        f"| RL seconds per 16 rollouts (GRPO, median) | - | {after['grpo']['rl_step_seconds_median']} | <= 10 |",
+        f"| generator weights | float32 | {after.get('generator_dtype', '')} | |",
+        "",
+        "RL phases (median seconds per step of 16 rollouts):",
+        "",
+        "| phase | before (PPO) | after (PPO) | after (GRPO) |",
+        "|---|---:|---:|---:|",
+    ]
+    for p in PHASES:
+        cells = [before["rl_phase_seconds_median"][p], after["rl_phase_seconds_median"][p]]
+        cells.append(after["grpo"]["rl_phase_seconds_median"][p])
+        lines.append(f"| {p.removesuffix('_s')} | " + " | ".join(str(c) for c in cells) + " |")
+    lines += [
+        "",
+        "Before, the policy forward happened inside generation (log-probs and hidden states kept by `generate`); "
+        "after, generation keeps nothing and the update's own forward gives pi_old and V_old (the ratio is exactly "
+        "1 before the first update).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", default=BEFORE, help="git commit of the code to compare with")
+    parser.add_argument("--anchors", type=int, default=64, help="held-out anchors to synthesise for (x2 generations)")
+    parser.add_argument("--steps", type=int, default=4, help="RL steps to time after one warm-up step")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        random_discriminator(tmp / "nli")
+        tree = tmp / "before-tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before], cwd=REPO, check=True)
+        try:
+            (tmp / "before").mkdir()
+            (tmp / "before" / "nli").symlink_to(tmp / "nli")
+            before = side(tree, tmp / "before", args, "ppo")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=True)
+        for name in ("after", "after-grpo"):
+            (tmp / name).mkdir()
+            (tmp / name / "nli").symlink_to(tmp / "nli")
+        after = side(REPO, tmp / "after", args, "ppo")
+        after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo")
+    command = "python benchmarks/art_speed.py " + " ".join(sys.argv[1:])
+    result = after | {
+        "before": before,
+        "before_commit": args.before,
+        "command": command.strip(),
+        "platform": platform.platform(),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "art_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / "art_speed.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
