@@ -7,8 +7,8 @@ from hardcse.art.config import (
     ArtRunConfig,
     FilterConfig,
     GeneratorConfig,
-    RLConfig,
     RewardConfig,
+    RLConfig,
     TuneConfig,
 )
 from hardcse.config import load_config, save_config

@@ -102,13 +102,14 @@ def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_l
     kinds = ["positive", "negative"] * 3
     rollout, _, _ = trainer.collect(prompts, kinds, good_share)
     trainer.advantages(rollout)
-    rows = rollout.minibatches[0][0]
-    mask = rollout.samples.response_mask[rows]
-    losses = trainer.minibatch_losses(rollout, rows)
-    assert torch.equal(losses["ratio"], mask)  # exactly 1 on every response token
-    # with ratio 1 the clipped surrogate is -A: its masked mean, to the last bit
-    assert float(losses["policy_loss"].detach()) == float(masked_mean(-rollout.advantages[rows], mask))
-    assert float(losses["clipfrac"].detach()) == 0.0 and float(losses["approx_kl"].detach()) == 0.0
+    assert len(rollout.minibatches[0]) == 2
+    for rows in rollout.minibatches[0]:  # the first kept its graph, the second was computed without one
+        mask = rollout.samples.response_mask[rows]
+        losses = trainer.minibatch_losses(rollout, rows)
+        assert torch.equal(losses["ratio"], mask)  # exactly 1 on every response token
+        # with ratio 1 the clipped surrogate is -A: its masked mean, to the last bit
+        assert float(losses["policy_loss"].detach()) == float(masked_mean(-rollout.advantages[rows], mask))
+        assert float(losses["clipfrac"].detach()) == 0.0 and float(losses["approx_kl"].detach()) == 0.0
     # pi_ref is not pi (the KL term has something to do)
     assert not torch.allclose(
         rollout.ref_logprobs * rollout.samples.response_mask, rollout.old_logprobs * rollout.samples.response_mask

@@ -60,13 +60,19 @@ class GRPOTrainer(PolicyTrainer):
 
     LOSS_KEYS = ("policy_loss", "clipfrac", "entropy", "kl_token")
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.unit = self.config.group_size  # minibatches of whole groups (a group shares its prompt's prefix)
+
     def advantages(self, rollout: Rollout) -> None:
         rollout.advantages = group_advantages(rollout.scores, self.config.group_size)
 
-    def minibatch_losses(self, rollout: Rollout, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+    def minibatch_losses(
+        self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None = None
+    ) -> dict[str, torch.Tensor]:
         mask = rollout.samples.response_mask[rows]
         old_logprobs = rollout.old_logprobs[rows]
-        logprobs, entropy, _ = self.policy_outputs(rollout.samples.select(rows))
+        logprobs, entropy, _ = self.outputs_for(rollout, rows, outputs)
         loss, clipfrac, kl = grpo_loss(
             logprobs,
             old_logprobs,

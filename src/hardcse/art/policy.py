@@ -56,6 +56,8 @@ class Rollout:
     minibatches: list[list[torch.Tensor]]  # rows of each minibatch, per epoch
     advantages: torch.Tensor | None = None
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
+    # the first minibatch's policy outputs with their graph, used once by its update (then dropped)
+    first_outputs: tuple | None = None
 
 
 class PolicyTrainer:
@@ -91,12 +93,15 @@ class PolicyTrainer:
         """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
         sampling distribution softmax(logits / temperature)."""
         decoder, head = decoder_and_head(self.model)
-        hidden, _, _ = continue_rows(decoder, samples.prompts, samples.response_ids)
-        suffix = samples.prompts.suffix_ids.shape[1]
-        hidden = hidden[:, suffix - 1 : suffix - 1 + samples.response_ids.shape[1]]  # the states predicting y_t
-        logp_all = (head(hidden).float() / self.generation.sampling_temperature).log_softmax(-1)
-        logprobs = torch.gather(logp_all, 2, samples.response_ids.unsqueeze(-1)).squeeze(-1)
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+        # the LM head only where a response token is (a 49k-word head is a third of a forward), on a 2-d input:
+        # a 3-d one makes torch broadcast-copy the head's weight once per row
+        valid = samples.response_mask.bool()
+        logp_all = (head(hidden[valid]).float() / self.generation.sampling_temperature).log_softmax(-1)
+        logprobs = torch.zeros(valid.shape, dtype=logp_all.dtype)
+        entropy = torch.zeros(valid.shape, dtype=logp_all.dtype)
+        logprobs[valid] = torch.gather(logp_all, 1, samples.response_ids[valid].unsqueeze(-1)).squeeze(-1)
+        entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
 
     def policy_outputs(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -109,13 +114,20 @@ class PolicyTrainer:
         with self.model.disable_adapter():
             return self.forward(samples)[0]
 
+    # rows laid out in runs of this many that belong together (GRPO: a prompt's group): minibatches take whole
+    # runs, so a minibatch computes few prompt prefixes
+    unit = 1
+
     def minibatches(self, n: int) -> list[list[torch.Tensor]]:
         """The row partition of each optimisation epoch of this step (seeded: a resumed step repeats it)."""
         generator = torch.Generator().manual_seed(self.config.seed + self.step_count)
-        return [
-            list(torch.randperm(n, generator=generator).split(self.config.minibatch_size))
-            for _ in range(self.config.epochs)
-        ]
+        unit = self.unit if n % self.unit == 0 and self.config.minibatch_size % self.unit == 0 else 1
+
+        def shuffled_rows() -> torch.Tensor:
+            units = torch.randperm(n // unit, generator=generator)
+            return (units.unsqueeze(1) * unit + torch.arange(unit)).flatten()
+
+        return [list(shuffled_rows().split(self.config.minibatch_size)) for _ in range(self.config.epochs)]
 
     def sample(self, prompts: Sequence[str], groups: Sequence[Hashable]) -> Samples:
         return sample(self.model, self.tokenizer, prompts, self.generation, groups=groups)
@@ -130,22 +142,29 @@ class PolicyTrainer:
         scores, reward_stats = self.timed(timings, "scoring", lambda: reward_fn(samples.texts, samples.truncated))
         minibatches = self.minibatches(len(samples.texts))
 
+        first: dict = {}
+
         def old_policy() -> tuple[torch.Tensor, torch.Tensor | None]:
-            # the same forward over the same rows as the first epoch's update: the ratio starts at exactly 1
+            # the same forward over the same rows as the first epoch's update: the ratio starts at exactly 1.
+            # The first minibatch's forward keeps its graph: nothing has changed before its update, so it is
+            # also that update's forward (one forward saved a step).
             mask = samples.response_mask
             logprobs, values = torch.zeros_like(mask), torch.zeros_like(mask)
-            with torch.no_grad():
-                for rows in minibatches[0]:
-                    lp, _, v = self.policy_outputs(samples.select(rows))
-                    logprobs[rows] = lp
-                    if v is not None:
-                        values[rows] = v
+            for i, rows in enumerate(minibatches[0]):
+                with torch.set_grad_enabled(i == 0):
+                    outputs = self.policy_outputs(samples.select(rows))
+                if i == 0:
+                    first["outputs"] = outputs
+                logprobs[rows] = outputs[0].detach()
+                if outputs[2] is not None:
+                    values[rows] = outputs[2].detach()
             return logprobs, (values * mask if self.has_values else None)
 
         old_logprobs, old_values = self.timed(timings, "policy_forward", old_policy)
         ref_logprobs = self.timed(timings, "reference", lambda: self.reference_logprobs(samples))
         scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32))
         rollout = Rollout(samples, scores_t, old_logprobs, old_values, ref_logprobs, minibatches)
+        rollout.first_outputs = first["outputs"]
         return rollout, reward_stats, timings
 
     has_values = False
@@ -153,8 +172,14 @@ class PolicyTrainer:
     def advantages(self, rollout: Rollout) -> None:
         raise NotImplementedError
 
-    def minibatch_losses(self, rollout: Rollout, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+    def minibatch_losses(
+        self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None = None
+    ) -> dict[str, torch.Tensor]:
+        """The algorithm's losses of one minibatch; ``outputs``: its policy outputs when already computed."""
         raise NotImplementedError
+
+    def outputs_for(self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None) -> tuple:
+        return outputs if outputs is not None else self.policy_outputs(rollout.samples.select(rows))
 
     def step_stats(self, rollout: Rollout, n_prompts: int) -> dict:
         """The algorithm's numbers for the step's log line (after the update)."""
@@ -188,9 +213,11 @@ class PolicyTrainer:
 
     def optimise(self, rollout: Rollout) -> dict:
         totals: dict[str, list[float]] = {k: [] for k in self.LOSS_KEYS}
-        for epoch in rollout.minibatches:
-            for rows in epoch:
-                losses = self.minibatch_losses(rollout, rows)
+        for e, epoch in enumerate(rollout.minibatches):
+            for i, rows in enumerate(epoch):
+                kept = rollout.first_outputs if (e, i) == (0, 0) else None
+                rollout.first_outputs = None if kept is not None else rollout.first_outputs
+                losses = self.minibatch_losses(rollout, rows, kept)
                 if self.apply(losses["loss"]):
                     for key in totals:
                         totals[key].append(float(losses[key].detach()))

@@ -117,11 +117,13 @@ class PPOTrainer(PolicyTrainer):
         rollout.advantages = masked_whiten(advantages, mask) if self.config.whiten_advantages else advantages
         rollout.extra = {"returns": returns, "kl": kl}
 
-    def minibatch_losses(self, rollout: Rollout, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+    def minibatch_losses(
+        self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None = None
+    ) -> dict[str, torch.Tensor]:
         """The PPO losses of one minibatch at the current policy (what the update minimises)."""
         mask = rollout.samples.response_mask[rows]
         old_logprobs = rollout.old_logprobs[rows]
-        logprobs, entropy, values = self.policy_outputs(rollout.samples.select(rows))
+        logprobs, entropy, values = self.outputs_for(rollout, rows, outputs)
         pg_loss, clipfrac = clipped_policy_loss(
             logprobs, old_logprobs, rollout.advantages[rows], mask, self.config.cliprange
         )

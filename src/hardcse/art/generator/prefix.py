@@ -32,11 +32,15 @@ class PromptBatch:
         return int(self.group.shape[0])
 
     def select(self, rows: torch.Tensor) -> PromptBatch:
-        """The batch of ``rows`` only (the prefixes stay; suffix columns that are padding in every row go)."""
+        """The batch of ``rows`` only: the prefixes they continue and their suffixes (columns that are padding
+        in every row go)."""
+        used, group = torch.unique(self.group[rows], return_inverse=True)
+        prefix_mask = self.prefix_mask[used]
+        start = int((prefix_mask.sum(dim=0) > 0).nonzero()[0]) if prefix_mask.any() else prefix_mask.shape[1]
         mask = self.suffix_mask[rows]
         first = int((mask.sum(dim=0) > 0).nonzero()[0])
         return PromptBatch(
-            self.prefix_ids, self.prefix_mask, self.group[rows], self.suffix_ids[rows, first:], mask[:, first:]
+            self.prefix_ids[used, start:], prefix_mask[:, start:], group, self.suffix_ids[rows, first:], mask[:, first:]
         )
 
     def prompt_ids(self, row: int) -> list[int]:
@@ -120,27 +124,41 @@ def rows_cache(cache: DynamicCache, group: torch.Tensor) -> DynamicCache:
 
 
 def continue_rows(
-    decoder: nn.Module,
-    batch: PromptBatch,
-    new_ids: torch.Tensor | None = None,
-    new_mask: torch.Tensor | None = None,
-    cache: DynamicCache | None = None,
-) -> tuple[torch.Tensor, DynamicCache, torch.Tensor]:
-    """Run each row's suffix (and ``new_ids`` after it, e.g. a response) on top of its prefix.
+    decoder: nn.Module, batch: PromptBatch, response_ids: torch.Tensor, response_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's suffix and response on top of its prefix, packed: the row's real tokens (suffix, then the
+    response up to its end) are left-padded together, so a batch is as wide as its longest row, not as its
+    longest suffix plus its longest response.
 
-    Returns the last-layer hidden states of the suffix and new positions (B, S + T, H), the rows' cache and
-    the full attention mask (B, P + S + T). ``cache``: the prefixes' cache, when the caller already has it."""
-    cache = rows_cache(cache if cache is not None else prefix_cache(decoder, batch), batch.group)
-    input_ids, mask = batch.suffix_ids, batch.suffix_mask
-    if new_ids is not None:
-        input_ids = torch.cat([input_ids, new_ids], dim=1)
-        mask = torch.cat([mask, new_mask if new_mask is not None else torch.ones_like(new_ids)], dim=1)
+    Returns the last-layer hidden states that predict each response token, (B, T, H); past a row's end they
+    repeat a state of the row (mask them)."""
+    suffix_len = batch.suffix_mask.sum(dim=1)
+    response_len = response_mask.sum(dim=1).long()
+    rows = [
+        torch.cat(
+            [
+                batch.suffix_ids[i, batch.suffix_ids.shape[1] - int(suffix_len[i]) :],
+                response_ids[i, : int(response_len[i])],
+            ]
+        )
+        for i in range(len(batch))
+    ]
+    width = max(len(r) for r in rows)
+    input_ids = torch.full((len(rows), width), int(batch.suffix_ids[0, 0]), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        input_ids[i, width - len(r) :] = r
+        mask[i, width - len(r) :] = 1
+    cache = rows_cache(prefix_cache(decoder, batch), batch.group)
     attention = torch.cat([batch.prefix_mask[batch.group], mask], dim=1)
     hidden = decoder(
         input_ids=input_ids,
         attention_mask=attention,
-        position_ids=positions(attention)[:, -input_ids.shape[1] :],
+        position_ids=positions(attention)[:, -width:],
         past_key_values=cache,
         use_cache=True,
     ).last_hidden_state
-    return hidden, cache, attention
+    # response token t of row i sits at column width - len_i + t; the state before it predicts it
+    t = torch.arange(response_ids.shape[1])
+    column = (width - response_len.unsqueeze(1) + t - 1).clamp(max=width - 2)
+    return torch.gather(hidden, 1, column.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))

@@ -1,0 +1,43 @@
+"""Bootstrap intervals against cases whose answer is known by hand."""
+
+import numpy as np
+import pytest
+
+from hardcse.stats import bootstrap_mean, paired_bootstrap
+
+
+def test_two_values_give_the_three_possible_means():
+    # resampling (0, 1): means 0, 0.5, 1 with probabilities 1/4, 1/2, 1/4 -> the 95% interval is [0, 1]
+    interval = bootstrap_mean(np.array([0.0, 1.0]))
+    assert (interval.estimate, interval.low, interval.high, interval.n) == (0.5, 0.0, 1.0, 2)
+    assert not interval.excludes_zero()
+
+
+def test_undefined_items_are_left_out_of_the_mean():
+    interval = bootstrap_mean(np.array([1.0, np.nan, 3.0, np.nan]))
+    assert interval.estimate == 2.0 and interval.n == 2 and 1.0 <= interval.low <= interval.high <= 3.0
+
+
+def test_identical_sides_differ_by_exactly_zero_and_a_shift_by_exactly_the_shift():
+    a = np.random.default_rng(1).normal(size=300)
+    same = paired_bootstrap(a, a.copy())["difference"]
+    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
+    shifted = paired_bootstrap(a, a + 0.25)["difference"]
+    assert shifted.estimate == pytest.approx(0.25) and shifted.low == pytest.approx(0.25)
+    assert shifted.high == pytest.approx(0.25) and shifted.excludes_zero()
+
+
+def test_pairing_removes_what_the_items_share():
+    rng = np.random.default_rng(2)
+    item = rng.normal(scale=5.0, size=400)  # per-item difficulty, shared by both sides
+    a, b = item + rng.normal(scale=0.1, size=400), item + 0.1 + rng.normal(scale=0.1, size=400)
+    result = paired_bootstrap(a, b)
+    width = result["difference"].high - result["difference"].low
+    assert width < 0.05 and result["difference"].excludes_zero()
+    # each side alone is uncertain by the spread of the items: its interval is ~20x wider
+    assert result["a"].high - result["a"].low > 10 * width
+
+
+def test_mismatched_sides_are_refused():
+    with pytest.raises(ValueError, match="same items"):
+        paired_bootstrap(np.zeros(3), np.zeros(4))
