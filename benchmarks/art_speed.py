@@ -6,7 +6,8 @@
 temporary worktree and measured by the same script in a subprocess, one after the other (never at the same
 time). Each side uses the quickstart config of its own tree, the bundled generator and encoder, and the same
 random-head NLI cross-encoder on the bundled MiniLM (the discriminator's cost is that of a trained one; its
-numbers are meaningless and unused). RL is measured at 16 rollouts a step (PPO; after: GRPO as well), the
+numbers are meaningless and unused). RL: before at its 16 rollouts a step (minibatch 8), after at ``--rl-batch``
+rollouts a step (PPO and GRPO), both reported as seconds per 16 rollouts (a step's seconds x 16 / batch), the
 median over ``--steps`` steps after one warm-up step, with the time of each phase. Synthesis counts the
 generated tokens (up to and including the end-of-sequence token) per second of the whole synthesis stage:
 generation, parsing and scoring.
@@ -30,7 +31,7 @@ BEFORE = "9a34d62"
 PHASES = ("generation_s", "scoring_s", "policy_forward_s", "reference_s", "optimisation_s")
 
 
-def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str) -> dict:
+def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, batch: int, minibatch: int) -> dict:
     """Run in the tree under test (its src/ first on the path): the numbers of one side."""
     import statistics
     import time
@@ -49,7 +50,8 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str) ->
     config_path = tree / "configs" / "quickstart.yaml"
     new_api = hasattr(ArtRunConfig(), "rl")
     section = "rl" if new_api else "ppo"
-    overrides = [f"{section}.steps={steps + 1}", f"{section}.batch_size=16", f"{section}.save_every={steps + 1}"]
+    overrides = [f"{section}.steps={steps + 1}", f"{section}.save_every={steps + 1}"]
+    overrides += [f"{section}.batch_size={batch}", f"{section}.minibatch_size={minibatch}"]
     if new_api:
         overrides.append(f"rl.algorithm={algorithm}")
     config = load_config(ArtRunConfig, config_path, overrides)
@@ -73,29 +75,33 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str) ->
     final = tune_generator(config, work / f"tune-{algorithm}", work / f"gen-{algorithm}", discriminator=discriminator)
     log_name = "rl_log.jsonl" if new_api else "ppo_log.jsonl"
     rows = [json.loads(line) for line in (final / log_name).read_text().splitlines()][1:]  # step 1 warms up
-    seconds = [sum(r.get(p, 0.0) for p in PHASES) for r in rows]
+    per_16 = 16 / batch  # seconds per 16 rollouts
+    seconds = [per_16 * sum(r.get(p, 0.0) for p in PHASES) for r in rows]
     result |= {
         "rl_algorithm": algorithm,
         "rl_step_seconds_median": round(statistics.median(seconds), 2),
         "rl_step_seconds": [round(s, 2) for s in seconds],
-        "rl_phase_seconds_median": {p: round(statistics.median(r.get(p, 0.0) for r in rows), 2) for p in PHASES},
-        "rl_rollouts_per_step": 16,
+        "rl_phase_seconds_median": {
+            p: round(per_16 * statistics.median(r.get(p, 0.0) for r in rows), 2) for p in PHASES
+        },
+        "rl_rollouts_per_step": batch,
+        "rl_minibatch_size": minibatch,
         "rl_response_tokens_mean": round(statistics.mean(r["response_tokens"] for r in rows), 1),
         "rl_wall_seconds_incl_loading": round(time.perf_counter() - start, 1),
     }
     return result
 
 
-def side(tree: Path, work: Path, args: argparse.Namespace, algorithm: str) -> dict:
+def side(tree: Path, work: Path, args: argparse.Namespace, algorithm: str, batch: int, minibatch: int) -> dict:
     """``measure`` in a subprocess that imports hardcse from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "TQDM_DISABLE": "1"}
     code = (
         "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import art_speed; "
         "print('RESULT ' + json.dumps(art_speed.measure(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), "
-        "int(sys.argv[5]), sys.argv[6])))"
+        "int(sys.argv[5]), sys.argv[6], int(sys.argv[7]), int(sys.argv[8]))))"
     )
     argv = [sys.executable, "-c", code, str(REPO / "benchmarks"), str(tree), str(work)]
-    argv += [str(args.anchors), str(args.steps), algorithm]
+    argv += [str(args.anchors), str(args.steps), algorithm, str(batch), str(minibatch)]
     out = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"measuring {tree} failed:\n{out.stderr[-3000:]}")
@@ -129,6 +135,8 @@ def markdown(result: dict) -> str:
         f"| synthesis, generated tokens/s | {before['synthesis_tokens_per_second']} "
         f"| **{after['synthesis_tokens_per_second']}** | >= 150 |",
         f"| synthesis batch (rows) | {before['synthesis_batch_size']} | {after['synthesis_batch_size']} | |",
+        f"| RL rollouts per step / minibatch | 16 / 8 | {after['rl_rollouts_per_step']} / "
+        f"{after['rl_minibatch_size']} | |",
         f"| RL seconds per 16 rollouts (PPO, median) | {before['rl_step_seconds_median']} "
         f"| **{after['rl_step_seconds_median']}** | <= 10 |",
         f"| RL seconds per 16 rollouts (GRPO, median) | - | {after['grpo']['rl_step_seconds_median']} | <= 10 |",
@@ -158,6 +166,8 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE, help="git commit of the code to compare with")
     parser.add_argument("--anchors", type=int, default=64, help="held-out anchors to synthesise for (x2 generations)")
     parser.add_argument("--steps", type=int, default=4, help="RL steps to time after one warm-up step")
+    parser.add_argument("--rl-batch", type=int, default=32, help="rollouts per RL step of the new code")
+    parser.add_argument("--rl-minibatch", type=int, default=8, help="rollouts per minibatch of the new code")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -167,14 +177,14 @@ def main() -> None:
         try:
             (tmp / "before").mkdir()
             (tmp / "before" / "nli").symlink_to(tmp / "nli")
-            before = side(tree, tmp / "before", args, "ppo")
+            before = side(tree, tmp / "before", args, "ppo", 16, 8)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=True)
         for name in ("after", "after-grpo"):
             (tmp / name).mkdir()
             (tmp / name / "nli").symlink_to(tmp / "nli")
-        after = side(REPO, tmp / "after", args, "ppo")
-        after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo")
+        after = side(REPO, tmp / "after", args, "ppo", args.rl_batch, args.rl_minibatch)
+        after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo", args.rl_batch, args.rl_minibatch)
     command = "python benchmarks/art_speed.py " + " ".join(sys.argv[1:])
     result = after | {
         "before": before,

@@ -7,6 +7,7 @@ import yaml
 from sentence_transformers import SentenceTransformer
 
 from conftest import run_until_killed
+from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.report import compare_runs
 from hardcse.art.run import art_run, round_anchors
@@ -28,6 +29,7 @@ def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
         "anchors": {"corpus": str(corpus), "held_out": 5, "min_words": 3},
         "rl": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "epochs": 1, "save_every": 1},
         "synthesis_anchors": 4,
+        "heldout_anchors": 3,
         "filter": {"min_entailment": 0.0, "min_contradiction": 0.0},
         "encoder_training": {"training": {"batch_size": 4, "eval_steps": 1, "learning_rate": 1e-3}},
         "keep_better_encoder": False,
@@ -67,6 +69,15 @@ def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
         assert "rl" not in names  # the RL work folder is removed once generator/ is complete
         assert (run / r / "generator" / "rl_log.jsonl").is_file()
         assert len(read_jsonl(run / r / "synthetic.jsonl")) == 4
+        heldout = json.loads((run / r / "heldout.json").read_text())
+        assert heldout["anchors"] == 3 and heldout["judge"] is not None
+        for measure in ("reward", "parse_failure", "judged_correct", "positive_cosine", "negative_cosine"):
+            assert heldout[measure] is None or set(heldout[measure]) == {"raw", "tuned", "difference"}
+        assert heldout["reward"]["raw"]["n"] == 3
+        raw = read_jsonl(run / r / "heldout" / "raw" / "synthetic.jsonl")
+        assert [x["anchor"] for x in raw] == [
+            x["anchor"] for x in read_jsonl(run / r / "heldout" / "tuned" / "synthetic.jsonl")
+        ]
     anchors = [
         json.loads(line)["anchor"] for r in ("round_1", "round_2") for line in (run / r / "synthetic.jsonl").open()
     ]
@@ -134,6 +145,23 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     assert measures["positive_accuracy"] is None and measures["judge"] is None
     report = (run / "report.md").read_text()
     assert "without RL" in report and "no triplets survived the filter" in report
+    assert not (run / "round_1" / "heldout.json").exists()  # nothing tuned: nothing to compare
+
+
+def test_mined_negative_baseline_run(run_config, tmp_path):
+    """negatives: mined: the generator writes positives only; each negative comes from the corpus."""
+    config = load_config(ArtRunConfig, run_config, ["tune_generator=false", "rounds=1", "negatives=mined"])
+    config.mining.relative_margin = 0.0005  # the tiny random encoder's cosines are all close to 1
+    art_run(config, tmp_path / "mined")
+    records = read_jsonl(tmp_path / "mined" / "round_1" / "synthetic.jsonl")
+    corpus = split_anchors(config.anchors).train
+    assert len(records) == 4 and all(r["negative_source"] == "mined" and r["negative_raw"] is None for r in records)
+    mined = [r for r in records if r["negative"] is not None]
+    assert all(r["negative"] in corpus and r["negative"] != r["anchor"] for r in mined)
+    assert all(r["negative_probs"] is not None for r in mined)
+    assert all(
+        r["negative_reason"] == "not_mined" for r in records if r["positive"] is not None and r["negative"] is None
+    )
 
 
 @pytest.mark.parametrize(

@@ -181,6 +181,25 @@ class FilterConfig(Checked):
 
 
 @dataclass
+class MiningConfig(Checked):
+    """``negatives: mined``: sentence-transformers' ``mine_hard_negatives`` options, as its docs recommend
+    (NV-Retriever's TopK-PercPos: relative_margin 0.05, sampling "top"; candidates from the top ``range_max``)."""
+
+    range_min: int = 0
+    range_max: int = 50
+    relative_margin: float = 0.05
+    sampling_strategy: str = "top"
+
+    def check(self) -> None:
+        check_nonnegative("range_min", self.range_min)
+        check_positive("range_max", self.range_max)
+        if self.range_max <= self.range_min:
+            raise ConfigValueError("range_max", f"{self.range_max} is not above range_min {self.range_min}")
+        check_range("relative_margin", self.relative_margin, 0.0, 1.0)
+        check_choice("sampling_strategy", self.sampling_strategy, ("top", "random"))
+
+
+@dataclass
 class TuneConfig(Checked):
     """``hardcse art tune`` and ``hardcse art generate``: the generator, its reward, RL, anchors, filter."""
 
@@ -222,6 +241,14 @@ class ArtRunConfig(TuneConfig):
     # The encoder a round hands on is the better of (trained, previous) on STS-B dev: a round never makes the
     # next round's difficulty judge worse on the selection split. false: always hand on the trained one.
     keep_better_encoder: bool = True
+    # "generated": the generator writes the negative (ART); "mined": the generator writes only positives and
+    # the negative is mined from the anchor corpus by the current encoder (hardcse/art/mining.py; the filter
+    # then checks positives only: a corpus sentence is rarely a contradiction of the anchor).
+    negatives: str = "generated"
+    mining: MiningConfig = field(default_factory=MiningConfig)
+    # Each tuned round: the raw and the tuned generator write for the first N held-out anchors, compared with
+    # bootstrap intervals (round_r/heldout.json, hardcse/art/heldout.py); 0: not measured.
+    heldout_anchors: int = 500
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)
 
@@ -231,6 +258,12 @@ class ArtRunConfig(TuneConfig):
         check_positive("synthesis_temperature", self.synthesis_temperature, allow_none=True)
         check_nonnegative("mix_examples", self.mix_examples, allow_none=True)
         check_nonnegative("examples_per_round", self.examples_per_round)
+        check_choice("negatives", self.negatives, ("generated", "mined"))
+        check_nonnegative("heldout_anchors", self.heldout_anchors)
+        if self.heldout_anchors > self.anchors.held_out:
+            raise ConfigValueError(
+                "heldout_anchors", f"{self.heldout_anchors} is more than anchors.held_out ({self.anchors.held_out})"
+            )
         for task in self.eval_tasks:
             check_choice("eval_tasks", task, ALL_TASKS)
         if self.pooling == "cls_mlp":

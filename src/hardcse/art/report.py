@@ -289,6 +289,12 @@ def build_report(run_dir: str | Path) -> str:
     rl_table = _rl_table(rounds, config)
     if rl_table:
         out += ["## Generator tuning per round", "", rl_table, ""]
+    heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
+    if any(h for _, h in heldout):
+        from hardcse.art.heldout import compare_markdown
+
+        out += ["## Raw vs tuned generator on held-out anchors", ""]
+        out += [f"{name}:\n\n{compare_markdown(h)}\n" for name, h in heldout if h]
     examples = _examples(rounds)
     if examples:
         out += ["## Example triplets", "", examples]
@@ -323,14 +329,34 @@ def pooled_measures(measures: list[dict]) -> dict:
     return out
 
 
-def compare_runs(run_dirs: list[str | Path]) -> str:
-    """One row per run: its last evaluated round against its round 0, and the synthetic-data measures over all
-    its rounds together (runs with the same anchor budget compare like for like); an unfinished run is marked."""
-    lines = [
-        "| run | rounds | round 0 avg7 | final avg7 | Δ | final STS-B dev | kept triplets "
-        "| judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+def _final_eval(run_dir: Path) -> dict:
+    rows = round_dirs(run_dir)
+    evaluated = [d for d in rows if (d / "eval.json").is_file()]
+    if not evaluated:
+        raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
+    return _read_json(evaluated[-1] / "eval.json")
+
+
+def _interval_cell(a: dict, b: dict, names: tuple[str, str]) -> str:
+    """B - A in avg7 with its paired bootstrap interval; marked * when the interval excludes zero."""
+    from hardcse.evaluation.paired import paired_sts_bootstrap
+
+    if a.get("avg7") is None or b.get("avg7") is None:
+        return "-"
+    d = paired_sts_bootstrap(a, b, names=names)["avg7"]
+    return f"{d.estimate:+.2f} [{d.low:+.2f}, {d.high:+.2f}]" + (" *" if d.excludes_zero() else "")
+
+
+def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None) -> str:
+    """One row per run: its last evaluated round against its round 0 (avg7 difference with its paired bootstrap
+    95% interval over test pairs), against ``baseline``'s final encoder when given, and the synthetic-data
+    measures over all its rounds together (runs with the same anchor budget compare like for like); an
+    unfinished run is marked."""
+    base = _final_eval(Path(baseline)) if baseline is not None else None
+    header = "| run | rounds | round 0 avg7 | final avg7 | Δ vs round 0 [95%] |"
+    header += f" Δ vs {Path(baseline).name} [95%] |" if base is not None else ""
+    header += " final STS-B dev | kept triplets | judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |"
+    lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
     for run_dir in map(Path, run_dirs):
         rows = sts_rows(run_dir)
         if not rows:
@@ -342,12 +368,18 @@ def compare_runs(run_dirs: list[str | Path]) -> str:
         manifest = _read_json(run_dir / "manifest.json") or {}
         finished = bool(manifest.get("runs")) and "finished" in manifest["runs"][-1]
         name = run_dir.name + ("" if finished else " (unfinished)")
-        delta = "" if final.get("delta") is None else f"{final['delta']:+.2f}"
-        lines.append(
-            f"| {name} | {len(rows) - 1} | {_fmt(rows[0][1].get('avg7'))} | {_fmt(final.get('avg7'))} "
-            f"| {delta} | {_fmt(final.get(DEV_TASK))} | {kept} "
-            f"| {_fmt(pooled['positive_accuracy'], 1)} | {_fmt(pooled['negative_accuracy'], 1)} "
-            f"| {_fmt(pooled['positive_mean_cosine'], 3)} | {_fmt(pooled['negative_mean_cosine'], 3)} |"
-        )
-    lines.append("\n(judged accuracy and cosines: all rounds' synthetic data together)")
+        final_eval, first_eval = _final_eval(run_dir), _read_json(run_dir / "round_0" / "eval.json") or {}
+        cells = [name, str(len(rows) - 1), _fmt(rows[0][1].get("avg7")), _fmt(final.get("avg7"))]
+        cells.append(_interval_cell(first_eval, final_eval, (f"{run_dir}/round_0", str(run_dir))))
+        if base is not None:
+            cells.append(_interval_cell(base, final_eval, (str(baseline), str(run_dir))))
+        cells += [_fmt(final.get(DEV_TASK)), str(kept), _fmt(pooled["positive_accuracy"], 1)]
+        cells += [_fmt(pooled["negative_accuracy"], 1), _fmt(pooled["positive_mean_cosine"], 3)]
+        cells.append(_fmt(pooled["negative_mean_cosine"], 3))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        "\n(Δ: avg7 difference of the final encoder, with the paired bootstrap 95% interval over STS test pairs, "
+        "1,000 resamples; * the interval excludes zero. Judged accuracy and cosines: all rounds' synthetic data "
+        "together.)"
+    )
     return "\n".join(lines)

@@ -5,6 +5,7 @@
     round_r/synthetic.jsonl, triplets.csv  new anchors -> positive + negative -> NLI filter
     round_r/encoder/                       encoder r-1 trained further on the kept triplets (SimCSE loss)
     round_r/eval.json, measures.json       STS scores; judged accuracy and cosines of the synthetic data
+    round_r/heldout.json, heldout/         raw vs tuned generator on the held-out anchors, bootstrap intervals
 
 The run folder (config, lock, manifest, atomic stages, resume) is :class:`hardcse.run_folder.RunFolder`; PPO
 continues from its last checkpoint after a kill, so a killed run loses at most one checkpoint interval.
@@ -172,7 +173,18 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         generation = config.generator
         if config.synthesis_temperature is not None:
             generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
-        synthesize(synthesis_generator, anchors.synthesis, generation, reward, config.filter, round_dir)
+        # negatives: mined: candidates from the run's whole training corpus (the round's anchors excluded)
+        corpus = split_anchors(config.anchors).train if config.negatives == "mined" else None
+        synthesize(
+            synthesis_generator,
+            anchors.synthesis,
+            generation,
+            reward,
+            config.filter,
+            round_dir,
+            mine_from=corpus,
+            mining=config.mining,
+        )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done
     folder.stage(f"round_{r}.synthesis", f"round_{r}/synthesis.json", run_synthesis, in_place=True)
@@ -192,7 +204,26 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     folder.stage(
         f"round_{r}.measures", f"round_{r}/measures.json", lambda partial: _measure(config, round_dir, partial)
     )
+    if config.tune_generator and config.heldout_anchors:
+        folder.stage(
+            f"round_{r}.heldout",
+            f"round_{r}/heldout.json",
+            lambda partial: _compare_on_held_out(run, round_dir, encoder_source, pooling, synthesis_generator, partial),
+        )
     return str(encoder_dir), generator_source
+
+
+def _compare_on_held_out(
+    run: _Run, round_dir: Path, encoder_source: str, pooling: str, tuned_generator: str, out: Path
+) -> None:
+    from hardcse.art.heldout import held_out_comparison
+
+    config = run.config
+    reward_encoder = load_encoder(encoder_source, pooling)
+    result = held_out_comparison(
+        config, run.discriminator, reward_encoder, tuned_generator, round_dir / "heldout", config.heldout_anchors
+    )
+    write_json_atomic(out, result)
 
 
 def tune_config(config: ArtRunConfig) -> TuneConfig:

@@ -16,12 +16,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
+from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.generator.parsing import parse_response
+from hardcse.art.generator.parsing import Parsed, parse_response
 from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import sample
-from hardcse.art.reward import DualReward
+from hardcse.art.mining import mine_negatives
+from hardcse.art.reward import DualReward, RewardParts
 from hardcse.atomic import write_text_atomic
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
@@ -49,13 +50,15 @@ class SynthesisReport:
 
 
 def drop_reason(record: dict, config: FilterConfig) -> str | None:
-    """Why a record's triplet is not kept (the first failing check), or None when it is kept."""
+    """Why a record's triplet is not kept (the first failing check), or None when it is kept. A mined negative
+    is not checked for contradiction (see hardcse/art/mining.py)."""
     for kind in ("positive", "negative"):
         if record[kind] is None:
             return f"{kind}_{record[f'{kind}_reason']}"
     if record["positive_probs"][LABEL_ID["entailment"]] < config.min_entailment:
         return "positive_not_entailed"
-    if record["negative_probs"][LABEL_ID["contradiction"]] < config.min_contradiction:
+    mined = record.get("negative_source") == "mined"
+    if not mined and record["negative_probs"][LABEL_ID["contradiction"]] < config.min_contradiction:
         return "negative_not_contradiction"
     return None
 
@@ -67,23 +70,29 @@ def synthesize(
     reward: DualReward,
     filter_config: FilterConfig,
     out_dir: str | Path,
+    *,
+    mine_from: list[str] | None = None,
+    mining: MiningConfig | None = None,
 ) -> SynthesisReport:
-    """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``."""
+    """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
+    With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
+    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_generator(generator_source, generation)
     torch.manual_seed(generation.seed)
+    written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
     tokens = 0
     start = time.perf_counter()
-    half = max(1, generation.batch_size // 2)
+    per_batch = max(1, generation.batch_size // len(written_kinds))
     # anchors by length, so a batch pads little; records are written back in the anchors' order
     order = sorted(range(len(anchors)), key=lambda i: len(anchors[i]))
     by_position: dict[int, dict] = {}
-    for i in tqdm(range(0, len(anchors), half), desc="generate", unit="batch"):
-        rows = order[i : i + half]
+    for i in tqdm(range(0, len(anchors), per_batch), desc="generate", unit="batch"):
+        rows = order[i : i + per_batch]
         batch = [anchors[r] for r in rows]
-        kinds = ["positive"] * len(batch) + ["negative"] * len(batch)
-        pair_anchors = batch + batch
+        kinds = [kind for kind in written_kinds for _ in batch]
+        pair_anchors = batch * len(written_kinds)
         prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
         samples = sample(model, tokenizer, prompts, generation, groups=kinds)
         tokens += int(samples.response_mask.sum())
@@ -94,20 +103,14 @@ def synthesize(
         parts = reward(pair_anchors, parsed, kinds)
         for j, anchor in enumerate(batch):
             record: dict = {"anchor": anchor}
-            for kind, k in (("positive", j), ("negative", j + len(batch))):
-                record |= {
-                    f"{kind}_raw": samples.texts[k],
-                    kind: parsed[k].sentence,
-                    f"{kind}_reason": parsed[k].reason,
-                    f"{kind}_probs": None if not parts.valid[k] else [round(float(p), 5) for p in parts.probs[k]],
-                    f"{kind}_cosine": _number(parts.cosine[k]),
-                    f"{kind}_r1": _number(parts.r1[k]),
-                    f"{kind}_r2": _number(parts.r2[k]),
-                    f"{kind}_reward": _number(parts.reward[k]),
-                }
-            record["drop_reason"] = drop_reason(record, filter_config)
+            for k, kind in enumerate(written_kinds):
+                record |= _scored(kind, samples.texts[k * len(batch) + j], parsed, parts, k * len(batch) + j)
             by_position[rows[j]] = record
     records = [by_position[i] for i in range(len(anchors))]
+    if mine_from is not None:
+        _add_mined_negatives(records, mine_from, reward, mining or MiningConfig())
+    for record in records:
+        record["drop_reason"] = drop_reason(record, filter_config)
     seconds = time.perf_counter() - start
     write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
     kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
@@ -121,6 +124,30 @@ def synthesize(
     )
     write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
     return report
+
+
+def _scored(kind: str, raw: str | None, parsed: list[Parsed], parts: RewardParts, k: int) -> dict:
+    """A record's fields for response ``k`` of a scored batch."""
+    return {
+        f"{kind}_raw": raw,
+        kind: parsed[k].sentence,
+        f"{kind}_reason": parsed[k].reason,
+        f"{kind}_probs": None if not parts.valid[k] else [round(float(p), 5) for p in parts.probs[k]],
+        f"{kind}_cosine": _number(parts.cosine[k]),
+        f"{kind}_r1": _number(parts.r1[k]),
+        f"{kind}_r2": _number(parts.r2[k]),
+        f"{kind}_reward": _number(parts.reward[k]),
+    }
+
+
+def _add_mined_negatives(records: list[dict], corpus: list[str], reward: DualReward, config: MiningConfig) -> None:
+    """Each record's negative mined from ``corpus`` by the reward's encoder, scored like a generated one."""
+    anchors = [r["anchor"] for r in records]
+    negatives = mine_negatives(anchors, [r["positive"] for r in records], corpus, reward.encoder, config)
+    parsed = [Parsed(n) if n is not None else Parsed(None, "not_mined") for n in negatives]
+    parts = reward(anchors, parsed, ["negative"] * len(records))
+    for k, record in enumerate(records):
+        record |= _scored("negative", None, parsed, parts, k) | {"negative_source": "mined"}
 
 
 def _number(x: float) -> float | None:

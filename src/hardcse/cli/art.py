@@ -51,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = commands.add_parser("compare", help="runs side by side: STS before/after, synthetic-data measures")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--baseline", metavar="RUN_DIR", help="a run every other is compared with (e.g. the raw LLM's)")
     p.set_defaults(func=compare)
 
     p = commands.add_parser("report", help="rebuild report.md and plots/ of an ART run folder, and print it")
@@ -117,7 +118,7 @@ def judge(args: argparse.Namespace) -> None:
 def compare(args: argparse.Namespace) -> None:
     from hardcse.art.report import compare_runs
 
-    print(compare_runs(args.runs))
+    print(compare_runs(args.runs, baseline=args.baseline))
 
 
 def report(args: argparse.Namespace) -> None:

@@ -25,6 +25,8 @@ class STSResult:
     seconds: float
     n_sentences: int
     meta: dict = field(default_factory=dict)
+    # per task, the cosine of every pair in file order: what paired bootstrap intervals resample
+    cosines: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def average(self) -> float | None:
@@ -40,25 +42,30 @@ class STSResult:
             "seconds": round(self.seconds, 2),
             "n_sentences": self.n_sentences,
             **self.meta,
+            "cosines": {task: [round(float(c), 6) for c in values] for task, values in self.cosines.items()},
         }
+
+
+def pair_cosine(emb1: np.ndarray, emb2: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarities."""
+    emb1 = emb1 / np.linalg.norm(emb1, axis=1, keepdims=True)
+    emb2 = emb2 / np.linalg.norm(emb2, axis=1, keepdims=True)
+    return np.sum(emb1 * emb2, axis=1)
 
 
 def spearman_of_cosine(emb1: np.ndarray, emb2: np.ndarray, gold: np.ndarray) -> float:
     """Spearman x 100 between row-wise cosine similarities and gold scores."""
-    emb1 = emb1 / np.linalg.norm(emb1, axis=1, keepdims=True)
-    emb2 = emb2 / np.linalg.norm(emb2, axis=1, keepdims=True)
-    cosine = np.sum(emb1 * emb2, axis=1)
-    return float(spearmanr(cosine, gold).statistic * 100)
+    return float(spearmanr(pair_cosine(emb1, emb2), gold).statistic * 100)
 
 
-def score_pairs(pairs: Sequence[STSPairs], embeddings: dict[str, np.ndarray]) -> dict[str, float]:
-    """Spearman x 100 of each pair list, from a sentence -> embedding lookup."""
-    scores = {}
-    for task in pairs:
-        e1 = np.stack([embeddings[s] for s in task.sentences1])
-        e2 = np.stack([embeddings[s] for s in task.sentences2])
-        scores[task.name] = spearman_of_cosine(e1, e2, task.scores)
-    return scores
+def cosines_of_pairs(pairs: Sequence[STSPairs], embeddings: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The cosine of each pair of each pair list, from a sentence -> embedding lookup."""
+    return {
+        task.name: pair_cosine(
+            np.stack([embeddings[s] for s in task.sentences1]), np.stack([embeddings[s] for s in task.sentences2])
+        )
+        for task in pairs
+    }
 
 
 def evaluate_sts(
@@ -74,8 +81,9 @@ def evaluate_sts(
     pairs = [load_sts_task(t) if isinstance(t, str) else t for t in tasks]
     sentences = sorted({s for task in pairs for s in (*task.sentences1, *task.sentences2)})
     vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress)
-    scores = score_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
-    return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences))
+    cosines = cosines_of_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
+    scores = {task.name: float(spearmanr(cosines[task.name], task.scores).statistic * 100) for task in pairs}
+    return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences), cosines=cosines)
 
 
 def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:

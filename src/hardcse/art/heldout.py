@@ -1,0 +1,129 @@
+"""Does tuning make better data? The raw and the tuned generator write for the same held-out anchors; per
+anchor measures, each side's mean with a 95% bootstrap interval over anchors and the paired difference.
+
+Per anchor (its positive and its negative together):
+    reward          mean dual reward of the two responses (a rejected one counts as invalid_penalty)
+    parse_failure   share of the two responses the parser rejected
+    judged_correct  share of the parsed responses the independent judge labels as asked (entailment for the
+                    positive, contradiction for the negative); undefined when none parsed or no judge
+    positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
+A rising reward with a flat judged_correct is the sign of reward hacking: the generator learns the reward
+discriminator's blind spots, not the task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+from sentence_transformers import SentenceTransformer
+
+from hardcse.art.anchors import split_anchors
+from hardcse.art.config import ArtRunConfig
+from hardcse.art.judge import TARGET
+from hardcse.art.reward import DualReward
+from hardcse.art.synthesis import synthesize
+from hardcse.data.jsonl import read_jsonl
+from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.encoder.build import load_encoder
+from hardcse.encoder.encode import pair_cosines
+from hardcse.stats import paired_bootstrap
+
+MEASURES = ("reward", "parse_failure", "judged_correct", "positive_cosine", "negative_cosine")
+
+
+def per_anchor(
+    records: list[dict], judge: NLIDiscriminator | None, encoder: SentenceTransformer
+) -> dict[str, np.ndarray]:
+    """The measures of ``synthetic.jsonl`` records, one value per anchor (NaN = undefined)."""
+    n = len(records)
+    out = {
+        "reward": np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in records], dtype=np.float64),
+        "parse_failure": np.array([((r["positive"] is None) + (r["negative"] is None)) / 2 for r in records]),
+    }
+    correct = np.zeros((n, 2))
+    parsed = np.zeros((n, 2), dtype=bool)
+    for k, (kind, target) in enumerate(TARGET.items()):
+        rows = [i for i, r in enumerate(records) if r[kind] is not None]
+        cosine = np.full(n, np.nan)
+        if rows:
+            anchors, outputs = [records[i]["anchor"] for i in rows], [records[i][kind] for i in rows]
+            cosine[rows] = pair_cosines(encoder, anchors, outputs)
+            parsed[rows, k] = True
+            if judge is not None:
+                correct[rows, k] = judge.predict_proba(anchors, outputs).argmax(axis=1) == target
+        out[f"{kind}_cosine"] = cosine
+    with np.errstate(invalid="ignore", divide="ignore"):
+        judged = correct.sum(axis=1) / parsed.sum(axis=1)
+    out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
+    return out
+
+
+def compare(raw: list[dict], tuned: list[dict], judge: NLIDiscriminator | None, encoder: SentenceTransformer) -> dict:
+    """Each measure: raw and tuned means with their intervals, and tuned - raw with its paired interval."""
+    if [r["anchor"] for r in raw] != [r["anchor"] for r in tuned]:
+        raise ValueError("the raw and the tuned records must be for the same anchors in the same order")
+    a, b = per_anchor(raw, judge, encoder), per_anchor(tuned, judge, encoder)
+    result: dict = {"anchors": len(raw)}
+    for name in MEASURES:
+        if not np.isfinite(a[name]).any() and not np.isfinite(b[name]).any():
+            result[name] = None  # e.g. judged_correct without a judge
+            continue
+        intervals = paired_bootstrap(a[name], b[name])
+        result[name] = {
+            "raw": intervals["a"].to_dict(),
+            "tuned": intervals["b"].to_dict(),
+            "difference": intervals["difference"].to_dict(),
+        }
+    return result
+
+
+def compare_markdown(result: dict) -> str:
+    """One row per measure: raw, tuned and tuned - raw, each ``mean [low, high]``."""
+    lines = [
+        f"Held-out anchors: {result['anchors']}; 95% bootstrap intervals over anchors (paired for the difference).",
+        "",
+        "| measure | raw | tuned | tuned - raw |",
+        "|---|---:|---:|---:|",
+    ]
+
+    def cell(i: dict) -> str:
+        return f"{i['estimate']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
+
+    for name in MEASURES:
+        r = result.get(name)
+        if r is None:
+            lines.append(f"| {name} | - | - | - |")
+            continue
+        d = r["difference"]
+        mark = " *" if d["low"] > 0 or d["high"] < 0 else ""
+        lines.append(f"| {name} | {cell(r['raw'])} | {cell(r['tuned'])} | {cell(d)}{mark} |")
+    lines += ["", "\\* the interval of the difference excludes zero."]
+    return "\n".join(lines)
+
+
+def held_out_comparison(
+    config: ArtRunConfig,
+    discriminator: NLIDiscriminator,
+    reward_encoder: SentenceTransformer,
+    tuned_generator: str,
+    work_dir: Path,
+    n_anchors: int,
+) -> dict:
+    """The raw (``config.generator.model``) and the tuned generator write for the first ``n_anchors`` held-out
+    anchors at the synthesis temperature, scored by the reward of the round (``reward_encoder`` judged
+    difficulty during tuning), judged by ``config.judge`` and measured by the starting encoder. Both sides'
+    records go to ``work_dir/{raw,tuned}/``; returns :func:`compare`'s result."""
+    anchors = split_anchors(config.anchors).held_out[:n_anchors]
+    reward = DualReward(discriminator, reward_encoder, config.reward)
+    generation = config.generator
+    if config.synthesis_temperature is not None:
+        generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
+    records = {}
+    for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
+        synthesize(source, anchors, generation, reward, config.filter, work_dir / side)
+        records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
+    judge = NLIDiscriminator.load(config.judge) if config.judge else None
+    result = compare(records["raw"], records["tuned"], judge, load_encoder(config.encoder, config.pooling))
+    return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}

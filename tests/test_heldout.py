@@ -1,0 +1,67 @@
+"""Raw vs tuned on held-out anchors: per-anchor measures checked by hand, paired intervals, the table."""
+
+import numpy as np
+import pytest
+
+from hardcse.art.heldout import compare, compare_markdown, per_anchor
+from hardcse.data.nli import LABEL_ID
+from hardcse.encoder.encode import pair_cosines
+
+
+class KeywordJudge:
+    """A judge whose label is written in the output: "ent" entailment, "con" contradiction, else neutral."""
+
+    def predict_proba(self, anchors, outputs):
+        probs = np.zeros((len(outputs), 3))
+        for i, text in enumerate(outputs):
+            label = "entailment" if "ent" in text else "contradiction" if "con" in text else "neutral"
+            probs[i, LABEL_ID[label]] = 1.0
+        return probs
+
+
+def record(anchor, positive, negative, rewards):
+    return {"anchor": anchor, "positive": positive, "negative": negative} | {
+        "positive_reward": rewards[0],
+        "negative_reward": rewards[1],
+    }
+
+
+RAW = [
+    record("the cat runs", "a cat ent", "a dog con", (0.2, -0.4)),  # both judged as asked
+    record("a dog sleeps", "a dog con", None, (0.3, -1.0)),  # positive judged wrong, negative rejected
+    record("the dog runs", None, None, (-1.0, -1.0)),  # nothing parsed: judged_correct undefined
+]
+TUNED = [
+    record("the cat runs", "a cat ent", "a dog con", (0.4, 0.0)),
+    record("a dog sleeps", "a dog ent", "a cat con", (0.3, 0.1)),
+    record("the dog runs", "the dog neutral", None, (0.1, -1.0)),
+]
+
+
+def test_per_anchor_measures_by_hand(tiny_encoder):
+    m = per_anchor(RAW, KeywordJudge(), tiny_encoder)
+    assert m["reward"].tolist() == pytest.approx([-0.1, -0.35, -1.0])
+    assert m["parse_failure"].tolist() == [0.0, 0.5, 1.0]
+    assert m["judged_correct"][:2].tolist() == [1.0, 0.0] and np.isnan(m["judged_correct"][2])
+    cos = pair_cosines(tiny_encoder, ["the cat runs", "a dog sleeps"], ["a cat ent", "a dog con"])
+    assert m["positive_cosine"][:2] == pytest.approx(cos) and np.isnan(m["positive_cosine"][2])
+    assert np.isnan(m["negative_cosine"][1:]).all()
+    assert np.isnan(per_anchor(RAW, None, tiny_encoder)["judged_correct"]).all()  # no judge: undefined
+
+
+def test_compare_pairs_the_same_anchors(tiny_encoder):
+    result = compare(RAW, TUNED, KeywordJudge(), tiny_encoder)
+    reward = result["reward"]
+    assert reward["raw"]["estimate"] == pytest.approx(np.mean([-0.1, -0.35, -1.0]), abs=1e-4)
+    assert reward["tuned"]["estimate"] == pytest.approx(np.mean([0.2, 0.2, -0.45]), abs=1e-4)
+    assert reward["difference"]["estimate"] == pytest.approx(np.mean([0.3, 0.55, 0.55]), abs=1e-4)
+    # every anchor improves by 0.3-0.55: every resample of anchors does too
+    assert 0.3 - 1e-9 <= reward["difference"]["low"] <= reward["difference"]["high"] <= 0.55 + 1e-9
+    assert result["judged_correct"]["tuned"]["n"] == 3 and result["judged_correct"]["raw"]["n"] == 2
+    same = compare(RAW, RAW, KeywordJudge(), tiny_encoder)["reward"]["difference"]
+    assert same == {"estimate": 0.0, "low": 0.0, "high": 0.0, "n": 3}
+    assert compare(RAW, TUNED, None, tiny_encoder)["judged_correct"] is None
+    table = compare_markdown(result)
+    assert "| reward | -0.483 [" in table and " * |" in table and "| judged_correct |" in table
+    with pytest.raises(ValueError, match="same anchors"):
+        compare(RAW, TUNED[::-1], None, tiny_encoder)
