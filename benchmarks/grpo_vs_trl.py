@@ -1,0 +1,167 @@
+"""hardcse's own GRPO against TRL's GRPOTrainer: seconds per RL step on the same prompts, reward and adapter.
+
+    pip install --no-deps --target /tmp/trl trl      # TRL is not a hardcse dependency
+    PYTHONPATH=/tmp/trl python benchmarks/grpo_vs_trl.py [--steps 3]
+
+Both sides: the bundled SmolLM2-135M in the dtype hardcse picks for this CPU, a fresh LoRA adapter (r 16,
+alpha 32, q/v), the quickstart's prompts (chat template, one demonstration), 4 anchors x 4 completions = 16
+rollouts a step, one optimizer update a step (hardcse: minibatch 16; TRL: per-device batch 16, no
+accumulation), at most 40 new tokens, sampling temperature 1, GRPO beta 0.04, lr 5e-4; the reward is hardcse's
+dual reward with a random-head NLI cross-encoder (its cost is a trained one's). Seconds per step are the median
+over ``--steps`` steps after one warm-up step, one side after the other. TRL's completions are scored with
+``truncated=False`` (its reward function does not see whether a completion hit the limit).
+Writes benchmarks/results/grpo_vs_trl.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args()
+
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from art_speed import random_discriminator
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.generator.model import generator_dtype, load_tokenizer
+    from hardcse.art.generator.prompts import render_prompts
+    from hardcse.art.reward import DualReward
+    from hardcse.art.tuning import art_reward_fn, step_prompts, tune_generator
+    from hardcse.config import load_config
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.resources import resolve_model
+
+    steps = args.steps + 1
+    overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
+    overrides += [f"rl.steps={steps}", f"rl.save_every={steps}", "rl.learning_rate=5e-4", "rl.grpo_beta=0.04"]
+    config = load_config(ArtRunConfig, "configs/quickstart.yaml", overrides)
+    dtype = generator_dtype(config.generator.dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        random_discriminator(tmp / "nli")
+        discriminator = NLIDiscriminator.load(str(tmp / "nli"))
+
+        # hardcse's GRPO
+        final = tune_generator(config, tmp / "own", tmp / "own-final", discriminator=discriminator)
+        rows = [json.loads(line) for line in (final / "rl_log.jsonl").read_text().splitlines()][1:]
+        own = [sum(v for k, v in r.items() if k.endswith("_s")) for r in rows]
+
+        # TRL's GRPOTrainer on the same anchors and prompts
+        from hardcse.art.anchors import split_anchors
+
+        model_dir = resolve_model(config.generator.model)
+        tokenizer = load_tokenizer(model_dir)
+        train = split_anchors(config.anchors).train
+        prompts, anchors, kinds = [], [], []
+        for step in range(1, steps + 1):
+            a, k, _ = step_prompts(config, train, step)
+            step_rows = range(0, len(a), config.rl.group_size)  # TRL repeats each prompt num_generations times
+            anchors += [a[i] for i in step_rows]
+            kinds += [k[i] for i in step_rows]
+            prompts += render_prompts(tokenizer, [a[i] for i in step_rows], [k[i] for i in step_rows], config.generator)
+        dataset = Dataset.from_dict({"prompt": prompts, "anchor": anchors, "kind": kinds})
+        reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
+
+        def trl_reward(prompts, completions, anchor, kind, **_):
+            scores, _stats = art_reward_fn(reward, list(anchor), list(kind))(list(completions), [False] * len(anchor))
+            return [float(s) for s in scores]
+
+        times: list[float] = []
+
+        class StepTimer(TrainerCallback):
+            def on_step_begin(self, *a, **k):
+                self.start = time.perf_counter()
+
+            def on_step_end(self, *a, **k):
+                times.append(time.perf_counter() - self.start)
+
+        generation = config.generator
+        trl_config = GRPOConfig(
+            output_dir=str(tmp / "trl"),
+            per_device_train_batch_size=16,
+            gradient_accumulation_steps=1,
+            num_generations=4,
+            max_completion_length=generation.max_new_tokens,
+            temperature=generation.sampling_temperature,
+            top_p=1.0,
+            top_k=0,
+            learning_rate=5e-4,
+            beta=0.04,
+            max_steps=steps,
+            num_train_epochs=1,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            bf16=dtype == torch.bfloat16,
+            shuffle_dataset=False,
+            seed=config.rl.seed,
+        )
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+        lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=["q_proj", "v_proj"])
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=trl_reward,
+            args=trl_config,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=lora,
+            callbacks=[StepTimer()],
+        )
+        trainer.train()
+        trl = times[1:]
+
+    import trl as trl_module
+
+    result = {
+        "command": "PYTHONPATH=/tmp/trl python " + " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d"),
+        "platform": platform.platform(),
+        "cpu_bfloat16": dtype == torch.bfloat16,
+        "trl_version": trl_module.__version__,
+        "rollouts_per_step": 16,
+        "hardcse_step_seconds": [round(s, 2) for s in own],
+        "trl_step_seconds": [round(s, 2) for s in trl],
+        "hardcse_step_seconds_median": round(statistics.median(own), 2),
+        "trl_step_seconds_median": round(statistics.median(trl), 2),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "grpo_vs_trl.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = "\n".join(
+        [
+            "# GRPO: hardcse's own vs TRL's GRPOTrainer (seconds per step of 16 rollouts)",
+            "",
+            f"`{result['command']}`, {result['date']}, {result['platform']}, TRL {result['trl_version']}, "
+            f"generator in {'bfloat16' if result['cpu_bfloat16'] else 'float32'}.",
+            "",
+            "| | median | steps |",
+            "|---|---:|---|",
+            f"| hardcse GRPO | **{result['hardcse_step_seconds_median']}** | {result['hardcse_step_seconds']} |",
+            f"| TRL GRPOTrainer | **{result['trl_step_seconds_median']}** | {result['trl_step_seconds']} |",
+            "",
+        ]
+    )
+    (RESULTS / "grpo_vs_trl.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
