@@ -76,10 +76,16 @@ def encode(
     return out
 
 
+def row_cosines(ex: np.ndarray, ey: np.ndarray) -> np.ndarray:
+    """cos(ex_i, ey_i) for each row of two embedding matrices."""
+    ex = ex / np.linalg.norm(ex, axis=1, keepdims=True)
+    ey = ey / np.linalg.norm(ey, axis=1, keepdims=True)
+    return np.sum(ex * ey, axis=1)
+
+
 def pair_cosines(model: SentenceTransformer, xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
     """cos(f(x_i), f(y_i)) for each pair."""
     if not xs:
         return np.zeros(0)
     emb = encode(model, [*xs, *ys])
-    ex, ey = emb[: len(xs)], emb[len(xs) :]
-    return np.sum(ex * ey, axis=1) / (np.linalg.norm(ex, axis=1) * np.linalg.norm(ey, axis=1))
+    return row_cosines(emb[: len(xs)], emb[len(xs) :])

@@ -13,7 +13,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
 from hardcse.data.sts import ALL_TASKS, SEVEN_TASKS, STSPairs, load_sts_task
-from hardcse.encoder.encode import encode
+from hardcse.encoder.encode import encode, row_cosines
 from hardcse.errors import HardcseError
 
 
@@ -46,22 +46,19 @@ class STSResult:
         }
 
 
-def pair_cosine(emb1: np.ndarray, emb2: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarities."""
-    emb1 = emb1 / np.linalg.norm(emb1, axis=1, keepdims=True)
-    emb2 = emb2 / np.linalg.norm(emb2, axis=1, keepdims=True)
-    return np.sum(emb1 * emb2, axis=1)
+def _spearman_x100(cosine: np.ndarray, gold: np.ndarray) -> float:
+    return float(spearmanr(cosine, gold).statistic * 100)
 
 
 def spearman_of_cosine(emb1: np.ndarray, emb2: np.ndarray, gold: np.ndarray) -> float:
     """Spearman x 100 between row-wise cosine similarities and gold scores."""
-    return float(spearmanr(pair_cosine(emb1, emb2), gold).statistic * 100)
+    return _spearman_x100(row_cosines(emb1, emb2), gold)
 
 
 def cosines_of_pairs(pairs: Sequence[STSPairs], embeddings: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The cosine of each pair of each pair list, from a sentence -> embedding lookup."""
     return {
-        task.name: pair_cosine(
+        task.name: row_cosines(
             np.stack([embeddings[s] for s in task.sentences1]), np.stack([embeddings[s] for s in task.sentences2])
         )
         for task in pairs
@@ -82,7 +79,7 @@ def evaluate_sts(
     sentences = sorted({s for task in pairs for s in (*task.sentences1, *task.sentences2)})
     vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress)
     cosines = cosines_of_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
-    scores = {task.name: float(spearmanr(cosines[task.name], task.scores).statistic * 100) for task in pairs}
+    scores = {task.name: _spearman_x100(cosines[task.name], task.scores) for task in pairs}
     return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences), cosines=cosines)
 
 
