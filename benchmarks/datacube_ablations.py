@@ -1,77 +1,104 @@
-"""Data-CUBE's four settings on the bundled encoder and the built-in collection: same data, steps and seed.
+"""Data-CUBE's four settings on the bundled encoder and the built-in collection: same data, steps and seeds.
 
-    python benchmarks/datacube_ablations.py [--out runs/datacube]
+    python benchmarks/datacube_ablations.py [--seeds 1 2 3] [--out runs/datacube] [--skip-runs]
 
-For each of configs/datacube-{full,no-task-curriculum,no-instance-curriculum,vanilla}.yaml:
-    hardcse curriculum plan --config CONFIG --out OUT/NAME/plan
-    hardcse curriculum train --plan OUT/NAME/plan --out OUT/NAME/encoder
-and the starting encoder once (hardcse eval). Writes benchmarks/results/datacube_ablations.{json,md}: the seven
-STS tasks, their average, STS-B dev, and the share of training instances with a positive/negative margin below
-0.05 before and after training (paper Fig. 2).
+For each setting NAME in full, no-task-curriculum, no-instance-curriculum, vanilla and each seed S:
+    hardcse datacube train --config configs/datacube-NAME.yaml --out OUT/NAME/seed-S training.seed=S
+(the seed draws the instances, the annealing and the training order). Records go to
+benchmarks/results/datacube/NAME/seed-S (see benchmarks/seeded.py; a recorded run is not repeated). Writes
+benchmarks/results/datacube_ablations.{json,md,png}: mean ± sd over seeds of the seven STS tasks, avg7 and STS-B
+dev; the paired bootstrap 95% interval of each difference (test pairs resampled within each task, seeds paired;
+`hardcse compare`); steps, best step, masked rows and the share of training instances with a margin below
+0.05 before and after training (paper Fig. 2). The "minutes" column is wall-clock: run it alone on the machine.
 """
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.report.tables import sts_table_markdown
+from seeded import DEFAULT_SEEDS, RESULTS, record_dir, run_seeded
 
-RESULTS = Path(__file__).parent / "results"
+BENCH = "datacube"
 SETTINGS = ["full", "no-task-curriculum", "no-instance-curriculum", "vanilla"]
+# (baseline, method): vanilla against each curriculum, and the full method against each ablation of it
+PAIRS = [
+    ("vanilla", "full"),
+    ("vanilla", "no-task-curriculum"),
+    ("vanilla", "no-instance-curriculum"),
+    ("no-task-curriculum", "full"),
+    ("no-instance-curriculum", "full"),
+]
+
+
+def run(name: str, seed: int, out: Path) -> Path:
+    def command(folder: Path, resume: bool) -> int:
+        start = time.perf_counter()
+        config = f"configs/datacube-{name}.yaml"
+        flags = ["--resume"] if resume else []
+        code = hardcse(["datacube", "train", "--config", config, "--out", str(folder), *flags, f"training.seed={seed}"])
+        if not code:
+            plan = json.loads((folder / "plan" / "plan.json").read_text())
+            summary = {
+                "task_order": plan["task_order"],
+                "tour_similarity": plan["anneal"]["tour_similarity"],
+                "minutes": round((time.perf_counter() - start) / 60, 1),
+            }
+            (folder / "plan_summary.json").write_text(json.dumps(summary, indent=2))
+        return code
+
+    return run_seeded(BENCH, name, seed, out, command, ["model/training.json", "plan_summary.json"])
+
+
+def settings_table(seeds: list[int]) -> list[str]:
+    """Per setting, means over seeds of the training figures (masked rows and underfitting shares)."""
+    keys = ["steps", "best_steps", "masked_rows", "underfit_before_%", "underfit_after_%", "tour_similarity", "minutes"]
+    lines = ["| setting | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for name in SETTINGS:
+        recs = [record_dir(BENCH, name, s) for s in seeds]
+        training = [json.loads((r / "training.json").read_text()) for r in recs]
+        plans = [json.loads((r / "plan_summary.json").read_text()) for r in recs]
+
+        def mean(values: list[float], digits: int = 1) -> str:
+            return f"{sum(values) / len(values):.{digits}f}"
+
+        cells = [
+            str(training[0]["steps"]),
+            " / ".join(str(t["best_step"]) for t in training),
+            " / ".join(str(t["masked_rows"]) for t in training),
+            mean([t["underfit_share_before"] * 100 for t in training]),
+            mean([t["underfit_share_after"] * 100 for t in training]),
+            mean([p["tour_similarity"] for p in plans], 3),
+            mean([p["minutes"] for p in plans]),
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/datacube")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="applied to every setting's plan")
+    parser.add_argument("--seeds", nargs="+", type=int, default=DEFAULT_SEEDS)
+    parser.add_argument("--skip-runs", action="store_true", help="build the tables from the records alone")
     args = parser.parse_args()
     out = Path(args.out)
-    rows, extra = {}, {}
-    base = out / "bundled"
-    if not (base / "eval.json").is_file():
-        hardcse(["eval", "--model", "bundled:minilm-l6", "--out", str(base)])
-    ev = json.loads((base / "eval.json").read_text())
-    rows["bundled:minilm-l6 (start)"] = {**ev["scores"], "avg7": ev["avg7"]}
-    for name in SETTINGS:
-        folder = out / name
-        shutil.rmtree(folder, ignore_errors=True)
-        start = time.perf_counter()
-        config = f"configs/datacube-{name}.yaml"
-        if hardcse(["datacube", "train", "--config", config, "--out", str(folder), *args.overrides]):
-            raise SystemExit(f"Data-CUBE failed for {name}")
-        minutes = (time.perf_counter() - start) / 60
-        ev = json.loads((folder / "eval.json").read_text())
-        training = json.loads((folder / "model" / "training.json").read_text())
-        plan = json.loads((folder / "plan" / "plan.json").read_text())
-        rows[name] = {**ev["scores"], "avg7": ev["avg7"]}
-        extra[name] = {
-            "steps": training["steps"],
-            "best_step": training["best_step"],
-            "underfit_before_%": round(training["underfit_share_before"] * 100, 1),
-            "underfit_after_%": round(training["underfit_share_after"] * 100, 1),
-            "tour_similarity": round(plan["anneal"]["tour_similarity"], 3),
-            "task_order": " > ".join(plan["task_order"]),
-            "minutes": round(minutes, 1),
-        }
-    keys = list(next(iter(extra.values())))
-    lines = [
-        "# Data-CUBE ablations on the bundled encoder (2-core CPU)",
-        "",
-        f"`python benchmarks/datacube_ablations.py {' '.join(args.overrides)}` (commands: the script's docstring)",
-        "",
-        sts_table_markdown(rows),
-        "",
-        "| setting | " + " | ".join(keys) + " |",
-        "|---|" + "---|" * len(keys),
-        *(f"| {name} | " + " | ".join(str(e[k]) for k in keys) + " |" for name, e in extra.items()),
-    ]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "datacube_ablations.json").write_text(json.dumps({"sts": rows, "training": extra}, indent=2))
-    (RESULTS / "datacube_ablations.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not args.skip_runs:
+        for seed in args.seeds:
+            for name in SETTINGS:
+                run(name, seed, out)
+    from hardcse.evaluation.compare import compare_groups, load_result, write_comparison
+
+    groups = {name: [load_result(str(record_dir(BENCH, name, s))) for s in args.seeds] for name in SETTINGS}
+    command = f"python benchmarks/datacube_ablations.py --seeds {' '.join(map(str, args.seeds))}"
+    comparison = write_comparison(
+        compare_groups(groups, PAIRS),
+        RESULTS / "datacube_ablations",
+        title="Data-CUBE ablations on the bundled encoder (2-core CPU)",
+        command=command,
+        extra=["Per setting (best step and masked rows per seed):", "", *settings_table(args.seeds)],
+    )
+    print(comparison)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The ``hardcse`` command: ``hardcse GROUP COMMAND`` (``eval`` stands alone), one module per group.
+"""The ``hardcse`` command: ``hardcse GROUP COMMAND`` (``eval`` and ``compare`` stand alone), one module per group.
 
 Parsers import nothing heavy: every handler imports the library it needs, so ``--help`` answers at once.
 """
@@ -11,10 +11,10 @@ import os
 import sys
 from typing import NoReturn
 
-from hardcse.cli import art, datacube, diffaug, evaluate, nli, simcse
+from hardcse.cli import art, compare, datacube, diffaug, evaluate, nli, simcse
 from hardcse.errors import HardcseError
 
-GROUPS = (evaluate, simcse, nli, art, datacube, diffaug)
+GROUPS = (evaluate, compare, simcse, nli, art, datacube, diffaug)
 
 
 class Parser(argparse.ArgumentParser):

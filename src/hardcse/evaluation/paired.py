@@ -1,16 +1,22 @@
-"""Paired bootstrap of two encoders' STS scores: is B better than A, beyond the luck of which pairs were tested?
+"""Paired bootstrap of STS scores: is B better than A, beyond the luck of which pairs were tested and which
+seeds were drawn?
 
-Within each task the test pairs are resampled with replacement (the same resample for both encoders, so what
-the pairs have in common cancels), Spearman x 100 of cosine against gold is computed on each resample for both,
-and avg7 is the mean over the seven tasks of a resample. The 2.5th and 97.5th percentiles of B - A give the
-95% interval. Vectorised: ranks of an (R, n) matrix per task (scipy's ``rankdata``, average ranks for ties, as
-``spearmanr`` uses), no loop over resamples. Works from the per-pair cosines hardcse writes into
-``eval.json``, so no model is loaded.
+Within each task the test pairs are resampled with replacement, the *same* resamples for every model (so what
+the pairs have in common cancels out of a difference), and Spearman x 100 of cosine against gold is computed on
+each resample; avg7 is the mean over the seven tasks of a resample. A group of runs that differ only by seed
+scores the mean over its members; on each resample its members are drawn with replacement too, paired by seed
+when both groups ran the same seeds (seed s of A beside seed s of B: same data sample and order), independently
+otherwise, so the interval covers the spread between seeds as well as between test pairs. The 2.5th and
+97.5th percentiles of B - A give the 95% interval. Two single models, or two identical groups, resample no
+seeds. Vectorised: ranks of an (R, n) matrix per task (scipy's ``rankdata``, average ranks for ties, as
+``spearmanr`` uses), no loop over resamples. Works from the per-pair cosines hardcse writes into ``eval.json``,
+so no model is loaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import rankdata
@@ -22,23 +28,122 @@ from hardcse.stats import SEED, Interval
 RESAMPLES = 1000
 
 
-def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of each row of x against the same row of y, both (R, n)."""
-    rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
+def _centred_ranks(x: np.ndarray) -> np.ndarray:
+    r = rankdata(x, axis=1)
+    return r - r.mean(axis=1, keepdims=True)
+
+
+def _spearman_ranked(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Spearman x 100 of each row pair of centred ranks, both (R, n); NaN where a row has no spread."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return 100 * (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
 
-def _cosines(record: dict, task: str, name: str) -> np.ndarray:
-    cosines = record.get("cosines", {}).get(task)
-    if cosines is None:
-        raise HardcseError(
-            f"{name}: its eval.json has no per-pair cosines for {task}; evaluate it again with this version "
-            "(`hardcse eval MODEL --out DIR`) to compare it with intervals"
-        )
-    return np.asarray(cosines, dtype=np.float64)
+@dataclass
+class ModelDraws:
+    """One model's Spearman x 100 per task: on the test pairs themselves and on each resample."""
+
+    estimate: dict[str, float]
+    draws: dict[str, np.ndarray]  # (R,) per task
+
+
+class STSBootstrap:
+    """The shared resamples of each task's test pairs; every model drawn through one instance sees the same."""
+
+    def __init__(
+        self,
+        tasks: Sequence[str],
+        resamples: int = RESAMPLES,
+        seed: int = SEED,
+        gold: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
+        if resamples < 1:
+            raise ValueError("resamples must be at least 1")
+        rng = np.random.default_rng(seed)
+        self.tasks = list(tasks)
+        self.resamples = resamples
+        self.seed = seed
+        self.gold = {t: np.asarray(gold[t] if gold else load_sts_task(t).scores, dtype=np.float64) for t in tasks}
+        self.index = {t: rng.integers(0, len(self.gold[t]), size=(resamples, len(self.gold[t]))) for t in tasks}
+        self._gold_ranks = {t: _centred_ranks(self.gold[t][self.index[t]]) for t in tasks}
+        seven = all(t in self.tasks for t in SEVEN_TASKS)
+        self.average, self.averaged = ("avg7", list(SEVEN_TASKS)) if seven else ("average", self.tasks)
+
+    def draws(self, record: Mapping, name: str) -> ModelDraws:
+        """The draws of the model whose ``eval.json`` record is ``record`` (``name`` for messages)."""
+        estimate, draws = {}, {}
+        for task in self.tasks:
+            cosines = record.get("cosines", {}).get(task)
+            if cosines is None:
+                raise HardcseError(
+                    f"{name}: its eval.json has no per-pair cosines for {task}; evaluate it again with this version "
+                    "(`hardcse eval --model MODEL --out DIR`) to compare it with intervals"
+                )
+            cosines = np.asarray(cosines, dtype=np.float64)
+            gold = self.gold[task]
+            if len(cosines) != len(gold):
+                raise HardcseError(f"{name}: {len(cosines)} cosines for {task}, whose test set has {len(gold)} pairs")
+            estimate[task] = float(_spearman_ranked(_centred_ranks(cosines[None]), _centred_ranks(gold[None]))[0])
+            draws[task] = _spearman_ranked(_centred_ranks(cosines[self.index[task]]), self._gold_ranks[task])
+        estimate[self.average] = float(np.mean([estimate[t] for t in self.averaged]))
+        draws[self.average] = np.mean([draws[t] for t in self.averaged], axis=0)
+        return ModelDraws(estimate, draws)
+
+    def pairs_in(self, column: str) -> int:
+        tasks = self.averaged if column == self.average else [column]
+        return sum(len(self.gold[t]) for t in tasks)
+
+
+def _member_choice(
+    seeds_a: Sequence[int | None], seeds_b: Sequence[int | None], resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(R, k) member indices of each group for each resample: a group of one always takes its member; groups
+    that ran the same distinct seeds draw the same seeds; other groups draw their members independently."""
+    rng = np.random.default_rng(seed + 1)  # apart from the test-pair resamples
+
+    def draw(k: int) -> np.ndarray:
+        return rng.integers(0, k, size=(resamples, k)) if k > 1 else np.zeros((resamples, 1), dtype=np.int64)
+
+    paired = (
+        len(seeds_a) > 1
+        and None not in seeds_a
+        and len(set(seeds_a)) == len(seeds_a)
+        and sorted(seeds_a) == sorted(seeds_b)  # type: ignore[type-var]
+    )
+    if paired:
+        pick = draw(len(seeds_a))
+        position = {s: i for i, s in enumerate(seeds_b)}
+        to_b = np.array([position[s] for s in seeds_a])
+        return pick, to_b[pick]
+    return draw(len(seeds_a)), draw(len(seeds_b))
+
+
+def group_difference(
+    a: Sequence[ModelDraws],
+    b: Sequence[ModelDraws],
+    boot: STSBootstrap,
+    seeds_a: Sequence[int | None] | None = None,
+    seeds_b: Sequence[int | None] | None = None,
+) -> dict[str, Interval]:
+    """mean(B) - mean(A) per task and for the average (columns every member has), each an :class:`Interval` whose
+    estimate is the difference of the groups' mean scores on the test pairs themselves."""
+    if not a or not b:
+        raise ValueError("group_difference needs at least one model on each side")
+    seeds_a = list(seeds_a) if seeds_a is not None else [None] * len(a)
+    seeds_b = list(seeds_b) if seeds_b is not None else [None] * len(b)
+    pick_a, pick_b = _member_choice(seeds_a, seeds_b, boot.resamples, boot.seed)
+    rows = np.arange(boot.resamples)[:, None]
+    out = {}
+    for column in [*boot.tasks, boot.average]:
+        if not all(column in m.draws for m in [*a, *b]):
+            continue
+        draws_a = np.stack([m.draws[column] for m in a], axis=1)[rows, pick_a].mean(axis=1)
+        draws_b = np.stack([m.draws[column] for m in b], axis=1)[rows, pick_b].mean(axis=1)
+        estimate = float(np.mean([m.estimate[column] for m in b]) - np.mean([m.estimate[column] for m in a]))
+        # a resample that repeats one pair has no Spearman (NaN, as in scipy); it only happens on tiny tasks
+        low, high = np.nanpercentile(draws_b - draws_a, [2.5, 97.5])
+        out[column] = Interval(estimate, float(low), float(high), boot.pairs_in(column))
+    return out
 
 
 def paired_sts_bootstrap(
@@ -49,27 +154,7 @@ def paired_sts_bootstrap(
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> dict[str, Interval]:
-    """B - A per task and for their average ("avg7" when ``tasks`` are the seven), from two ``eval.json``
-    records; each an :class:`Interval` (estimate = the difference on the test pairs themselves)."""
-    rng = np.random.default_rng(seed)
-    draws, estimates, out = [], [], {}
-    for task in tasks:
-        gold = np.asarray(load_sts_task(task).scores, dtype=np.float64)
-        cos_a, cos_b = _cosines(a, task, names[0]), _cosines(b, task, names[1])
-        if not len(gold) == len(cos_a) == len(cos_b):
-            raise HardcseError(f"{task}: {len(cos_a)} and {len(cos_b)} cosines for {len(gold)} gold pairs")
-        idx = rng.integers(0, len(gold), size=(resamples, len(gold)))
-        delta = _spearman_rows(cos_b[idx], gold[idx]) - _spearman_rows(cos_a[idx], gold[idx])
-        estimate = float(_spearman_rows(cos_b[None], gold[None])[0] - _spearman_rows(cos_a[None], gold[None])[0])
-        out[task] = _percentiles(estimate, delta, len(gold))
-        draws.append(delta)
-        estimates.append(estimate)
-    average = "avg7" if list(tasks) == list(SEVEN_TASKS) else "average"
-    out[average] = _percentiles(float(np.mean(estimates)), np.mean(draws, axis=0), sum(i.n for i in out.values()))
-    return out
-
-
-def _percentiles(estimate: float, draws: np.ndarray, n: int) -> Interval:
-    # a resample that repeats one pair has no Spearman (NaN, as in scipy); it only happens on tiny tasks
-    low, high = np.nanpercentile(draws, [2.5, 97.5])
-    return Interval(estimate, float(low), float(high), n)
+    """B - A per task and for their average (avg7 when ``tasks`` hold the seven), from two ``eval.json``
+    records."""
+    boot = STSBootstrap(tasks, resamples, seed)
+    return group_difference([boot.draws(a, names[0])], [boot.draws(b, names[1])], boot)

@@ -1,0 +1,59 @@
+"""What the method benchmarks share: one run per (setting, seed), resumable, and a small record of each.
+
+A run goes to OUT/NAME/seed-S (a hardcse run folder, resumed when it was cut off). Once it has its eval.json,
+its record is kept under benchmarks/results/BENCH/NAME/seed-S: config.yaml, eval.json.gz (scores and per-pair
+cosines, what `hardcse compare` resamples) and the small JSON files a table needs. A run whose record exists is
+not repeated, so a benchmark cut off by a session's end goes on from the records committed so far, and every
+table can be rebuilt from the records alone (`--skip-runs`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+DEFAULT_SEEDS = [1, 2, 3]
+
+
+def record_dir(bench: str, name: str, seed: int) -> Path:
+    return RESULTS / bench / name / f"seed-{seed}"
+
+
+def keep_record(run_dir: Path, dest: Path, files: list[str]) -> None:
+    """config.yaml, eval.json (gzipped) and ``files`` (paths inside the run folder, kept by their base name)."""
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    shutil.copyfile(run_dir / "config.yaml", partial / "config.yaml")
+    with gzip.open(partial / "eval.json.gz", "wb", compresslevel=9) as fh:
+        fh.write((run_dir / "eval.json").read_bytes())
+    for name in files:
+        if (run_dir / name).is_file():
+            shutil.copyfile(run_dir / name, partial / Path(name).name)
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+
+
+def run_seeded(
+    bench: str,
+    name: str,
+    seed: int,
+    out: Path,
+    command: Callable[[Path, bool], int],
+    files: list[str],
+) -> Path:
+    """Run ``command(run_folder, resume)`` (a hardcse CLI call; 0 = success) unless the record exists; keep the
+    record; return the record folder."""
+    dest = record_dir(bench, name, seed)
+    if (dest / "eval.json.gz").is_file():
+        return dest
+    folder = out / name / f"seed-{seed}"
+    resume = (folder / "config.yaml").is_file()
+    print(f"== {bench}: {name}, seed {seed} -> {folder}{' (resumed)' if resume else ''}", flush=True)
+    if command(folder, resume):
+        raise SystemExit(f"{name} (seed {seed}) failed; rerun the benchmark to resume it")
+    keep_record(folder, dest, files)
+    return dest

@@ -1,0 +1,61 @@
+"""``hardcse compare``: encoders and runs side by side, with paired bootstrap intervals of their differences."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="STS of models or runs side by side; seeds grouped; paired bootstrap intervals of differences",
+        description="Each source is a folder with eval.json (a run folder, `hardcse eval --out`), an ART run "
+        "folder, or an encoder (evaluated once and cached). Runs whose configs differ only by seed form one "
+        "group (mean ± sd). Every other group is compared with the baseline: B - A per task and for avg7 with "
+        "its 95%% paired bootstrap interval.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="run folders, eval folders, encoders")
+    p.add_argument(
+        "--baseline",
+        metavar="SOURCE_OR_GROUP",
+        help="the group every other is compared with (a source of it, or its label); default: the first source's group",
+    )
+    p.add_argument("--no-grouping", action="store_true", help="every source its own row, even runs of one config")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--out", help="folder for compare.md, compare.json and compare.png")
+    p.add_argument("--cache", help="where encoder evaluations are cached (default: $HARDCSE_CACHE/eval)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    from hardcse.errors import HardcseError
+    from hardcse.evaluation.compare import compare_groups, comparison_markdown, write_comparison
+    from hardcse.evaluation.results import group_by_seed, load_result
+    from hardcse.run_folder import check_output_folder
+
+    if args.resamples < 100:
+        raise HardcseError(f"--resamples {args.resamples}: use at least 100 (1,000 or more for a table you publish)")
+    if args.out:
+        check_output_folder(Path(args.out))
+    cache = Path(args.cache) if args.cache else None
+    results = [load_result(source, cache) for source in args.sources]
+    groups = {r.label: [r] for r in results} if args.no_grouping else group_by_seed(results)
+    baseline = next(iter(groups))
+    if args.baseline:
+        baseline = next(
+            (name for name, members in groups.items() if args.baseline in (name, *(m.label for m in members))),
+            None,
+        )
+        if baseline is None:
+            raise HardcseError(f"--baseline {args.baseline}: not among the sources or groups ({', '.join(groups)})")
+    pairs = [(baseline, name) for name in groups if name != baseline]
+    comparison = compare_groups(groups, pairs, resamples=args.resamples)
+    if args.out:
+        flags = [f"--baseline={args.baseline}"] * bool(args.baseline) + ["--no-grouping"] * args.no_grouping
+        command = shlex.join(["hardcse", "compare", *args.sources, *flags, f"--out={args.out}"])
+        print(write_comparison(comparison, Path(args.out) / "compare", "Comparison", command))
+        print(f"(written: {Path(args.out) / 'compare.md'}, compare.json, compare.png)")
+    else:
+        print(comparison_markdown(comparison))

@@ -1,0 +1,129 @@
+"""Evaluated models for comparison: where an ``eval.json`` lives, and which runs differ only by their seed.
+
+A source is any of
+- a folder with ``eval.json`` (a run folder of ``simcse``, ``datacube`` or ``diffaug train``, or ``eval --out``)
+  or ``eval.json.gz`` (a benchmark's record);
+- an ART run folder (its last evaluated ``round_*/eval.json``);
+- an encoder (a model folder, a run folder's ``model/``, ``bundled:minilm-l6``): evaluated on the STS suite
+  once and cached under ``<cache>/eval/<hash of its files>.json``, so a second comparison loads no model.
+Runs whose ``config.yaml`` files are equal once every ``seed`` key is left out form one group.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from hardcse.errors import HardcseError
+from hardcse.paths import cache_dir
+
+EVAL_FILES = ("eval.json", "eval.json.gz")
+
+
+@dataclass
+class Result:
+    """One evaluated model: its label, its ``eval.json`` record and, for a run, its config."""
+
+    label: str
+    record: dict
+    config: dict | None = None
+
+    @property
+    def seed(self) -> int | None:
+        """The run's seed (the first ``seed`` key of its config), or None."""
+        found = _seeds(self.config or {})
+        return found[0] if found else None
+
+    @property
+    def group_key(self) -> str:
+        """Equal for runs that differ only by seed; a model without a config is a group of its own."""
+        if self.config is None:
+            return f"model:{self.label}"
+        return json.dumps(_without_seeds(self.config), sort_keys=True, default=str)
+
+
+def _seeds(data: object) -> list[int]:
+    if isinstance(data, dict):
+        return [v for k, v in data.items() if k == "seed" and isinstance(v, int)] + [
+            s for k, v in data.items() if k != "seed" for s in _seeds(v)
+        ]
+    return []
+
+
+def _without_seeds(data: object) -> object:
+    if isinstance(data, dict):
+        return {k: _without_seeds(v) for k, v in data.items() if k != "seed"}
+    return data
+
+
+def _read_record(folder: Path) -> dict | None:
+    if (folder / "eval.json").is_file():
+        return json.loads((folder / "eval.json").read_text(encoding="utf-8"))
+    if (folder / "eval.json.gz").is_file():
+        return json.loads(gzip.decompress((folder / "eval.json.gz").read_bytes()))
+    rounds = sorted(
+        (p for p in folder.glob("round_*/eval.json") if p.parent.name[6:].isdigit()),
+        key=lambda p: int(p.parent.name[6:]),
+    )
+    return json.loads(rounds[-1].read_text(encoding="utf-8")) if rounds else None
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """sha256 over the names and bytes of a model folder's files (eval outputs left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file() and p.name not in EVAL_FILES):
+        digest.update(str(path.relative_to(model_dir)).encode())
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cached_eval(source: str, cache: Path | None = None) -> dict:
+    """The STS suite record of the encoder ``source``, evaluated once per distinct model files."""
+    from hardcse.evaluation.sts import write_sts_eval
+    from hardcse.resources import resolve_model
+
+    path = (cache or cache_dir()) / "eval" / f"{model_fingerprint(resolve_model(source))}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return write_sts_eval(path, source)
+
+
+def load_result(source: str, cache: Path | None = None) -> Result:
+    """The :class:`Result` of one source (see the module docstring)."""
+    folder = Path(source).expanduser()
+    if folder.is_file() and folder.name in EVAL_FILES:
+        folder = folder.parent
+    config_path = folder / "config.yaml"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else None
+    record = _read_record(folder) if folder.is_dir() else None
+    if record is not None:
+        return Result(source, record, config)
+    if folder.is_dir() and config is not None and not (folder / "model").is_dir():
+        raise HardcseError(f"{source}: this run folder has no eval.json yet; finish it with --resume")
+    return Result(source, cached_eval(source, cache), None)
+
+
+def group_by_seed(results: Sequence[Result]) -> dict[str, list[Result]]:
+    """Results grouped by :attr:`Result.group_key`, in the order of first appearance, each group labelled by the
+    folder its members share (or its first member's label and a count)."""
+    keyed: dict[str, list[Result]] = {}
+    for result in results:
+        keyed.setdefault(result.group_key, []).append(result)
+    groups: dict[str, list[Result]] = {}
+    for members in keyed.values():
+        label = members[0].label
+        if len(members) > 1:
+            parents = {str(Path(m.label).parent) for m in members}
+            label = parents.pop() if len(parents) == 1 and parents != {"."} else f"{label} (+{len(members) - 1})"
+        while label in groups:
+            label += "'"
+        groups[label] = members
+    return groups

@@ -1,0 +1,175 @@
+"""``hardcse compare``: group intervals by hand, identical groups give exactly zero, seeds pair by seed, runs that
+differ only by seed group, encoder evaluations are cached, and mistakes are one-line errors."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from hardcse.cli import main as hardcse
+from hardcse.data.sts import ALL_TASKS, STSPairs, load_sts_task
+from hardcse.errors import HardcseError
+from hardcse.evaluation import paired, results
+from hardcse.evaluation.compare import compare_groups, verdict
+from hardcse.evaluation.paired import STSBootstrap, group_difference
+from hardcse.evaluation.results import Result, group_by_seed, load_result
+from hardcse.stats import Interval
+
+GOLD = {"T1": [1.0, 2.0, 3.0, 4.0]}
+
+
+def record(cos: list[float]) -> dict:
+    return {"cosines": {"T1": cos}}
+
+
+def test_group_difference_by_hand():
+    """T1 gold 1..4. A1 = gold order (rho 1), A2 = two neighbours swapped (rho = 1 - 6*2/60 = 0.8), B = reversed
+    (rho -1). Group A's mean 90, B -100: estimate -190. Every resample with two distinct pairs gives A1 = 100
+    and B = -100 (ties fall alike), so with A1 alone the interval is exactly [-200, -200]."""
+    boot = STSBootstrap(["T1"], resamples=300, seed=1, gold=GOLD)
+    a1, a2, b = (boot.draws(record(c), n) for c, n in [([1, 2, 3, 4], "a1"), ([1, 2, 4, 3], "a2"), ([4, 3, 2, 1], "b")])
+    assert a2.estimate["T1"] == pytest.approx(80.0)
+    both = group_difference([a1, a2], [b], boot, [1, 2], [1])
+    assert both["T1"].estimate == pytest.approx(-190.0)
+    assert both["average"].estimate == pytest.approx(-190.0)  # one task: the average is that task
+    alone = group_difference([a1], [b], boot)
+    assert (alone["T1"].low, alone["T1"].high) == (-200.0, -200.0)
+    assert alone["T1"].n == 4
+
+
+def test_identical_groups_give_exactly_zero_and_seeds_pair_by_seed():
+    boot = STSBootstrap(["T1"], resamples=200, seed=0, gold=GOLD)
+    m = {s: boot.draws(record(c), str(s)) for s, c in [(1, [1, 2, 3, 4]), (2, [1, 2, 4, 3]), (3, [2, 1, 4, 3])]}
+    # the same runs listed in another order: paired by seed, every resample draws the same seeds on both sides
+    same = group_difference([m[1], m[2], m[3]], [m[3], m[1], m[2]], boot, [1, 2, 3], [3, 1, 2])
+    assert (same["T1"].estimate, same["T1"].low, same["T1"].high) == (0.0, 0.0, 0.0)
+    # without seeds the members are drawn independently: the seed spread shows up in the interval
+    unpaired = group_difference([m[1], m[2], m[3]], [m[3], m[1], m[2]], boot)
+    assert unpaired["T1"].estimate == pytest.approx(0.0)
+    assert unpaired["T1"].low < 0 < unpaired["T1"].high
+
+
+def test_verdict_claims_only_outside_zero():
+    assert verdict(Interval(0.4, -0.1, 0.9, 10)) == "no detectable difference (+0.40 [-0.10, +0.90])"
+    assert verdict(Interval(0.4, 0.1, 0.9, 10)) == "higher by 0.40 (+0.40 [+0.10, +0.90])"
+    assert verdict(Interval(-0.4, -0.9, -0.1, 10)).startswith("lower by 0.40")
+
+
+def fake_eval(rng: np.random.Generator, noise: float) -> dict:
+    """An eval.json record over the real STS suite: cosines = gold + noise, scores from them."""
+    from scipy.stats import spearmanr
+
+    cosines, scores = {}, {}
+    for task in ALL_TASKS:
+        gold = load_sts_task(task).scores
+        cosines[task] = (gold + rng.normal(0, noise, len(gold))).round(6).tolist()
+        scores[task] = float(spearmanr(cosines[task], gold).statistic * 100)
+    avg7 = float(np.mean([scores[t] for t in ALL_TASKS if t != "STS-B-dev"]))
+    return {"model": "fake", "scores": scores, "avg7": avg7, "cosines": cosines}
+
+
+def write_run(folder, record, seed, lr=1e-5, gz=False):
+    folder.mkdir(parents=True)
+    config = {"encoder": "x", "training": {"seed": seed, "learning_rate": lr}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    if gz:
+        (folder / "eval.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
+    else:
+        (folder / "eval.json").write_text(json.dumps(record))
+
+
+def test_runs_group_by_seed_and_art_runs_read_their_last_round(tmp_path):
+    for seed in (1, 2):
+        write_run(tmp_path / "a" / f"seed-{seed}", {"scores": {"STS12": seed}}, seed)
+        write_run(tmp_path / "b" / f"seed-{seed}", {"scores": {"STS12": seed}}, seed, lr=2e-5, gz=True)
+    art = tmp_path / "art"
+    for r, score in [(0, 1.0), (1, 2.0)]:
+        (art / f"round_{r}").mkdir(parents=True)
+        (art / f"round_{r}" / "eval.json").write_text(json.dumps({"scores": {"STS12": score}}))
+    found = [load_result(str(p)) for p in sorted(tmp_path.glob("[ab]/seed-*")) + [art]]
+    groups = group_by_seed(found)
+    assert list(groups) == [str(tmp_path / "a"), str(tmp_path / "b"), str(art)]
+    assert [m.seed for m in groups[str(tmp_path / "b")]] == [1, 2]
+    assert groups[str(art)][0].record["scores"]["STS12"] == 2.0
+
+
+def test_compare_cli_writes_tables_plot_and_json(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    for seed in (1, 2, 3):
+        write_run(tmp_path / "base" / f"seed-{seed}", fake_eval(rng, 0.9), seed)
+        write_run(tmp_path / "better" / f"seed-{seed}", fake_eval(rng, 0.6), seed, lr=2e-5)
+    sources = [str(p) for p in sorted(tmp_path.glob("*/seed-*"))]
+    out = tmp_path / "cmp"
+    assert hardcse(["compare", *sources, "--resamples", "200", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| model | n | seeds |" in text and "± " in text
+    assert f"{tmp_path / 'better'} against {tmp_path / 'base'}, avg7: higher by" in text
+    data = json.loads((out / "compare.json").read_text())
+    diff = data["differences"][0]["b_minus_a"]["avg7"]
+    assert diff["low"] > 0 and diff["n"] == sum(len(load_sts_task(t).scores) for t in ALL_TASKS[:7])
+    assert data["groups"][str(tmp_path / "base")]["seeds"] == [1, 2, 3]
+    assert (out / "compare.png").stat().st_size > 10_000 and (out / "compare.md").is_file()
+    # the same runs again, each its own row, the better ones as baseline: every difference is negative
+    assert hardcse(["compare", *sources, "--no-grouping", "--baseline", sources[-1], "--resamples", "100"]) == 0
+    assert "lower by" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nowhere"], "model 'nowhere': no such folder"),
+        (["RUN", "--baseline", "other"], "--baseline other: not among the sources or groups"),
+        (["RUN", "--resamples", "10"], "--resamples 10: use at least 100"),
+    ],
+)
+def test_compare_mistakes_are_one_line_errors(tmp_path, capsys, args, message):
+    write_run(tmp_path / "run", {"scores": {}}, 1)
+    args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
+    assert hardcse(["compare", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unfinished_run_and_missing_cosines_name_the_fix(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("encoder: x\n")
+    with pytest.raises(HardcseError, match="has no eval.json yet; finish it with --resume"):
+        load_result(str(tmp_path / "run"))
+    old = Result("old", {"scores": {"STS12": 1.0}})
+    with pytest.raises(HardcseError, match="no STS task has per-pair cosines in every compared eval.json"):
+        compare_groups({"old": [old], "new": [old]}, [("old", "new")])
+
+
+def test_encoders_are_evaluated_once_and_cached(tiny_encoder_dir, tmp_path, monkeypatch):
+    calls = []
+
+    def fake_eval_of(path, source):
+        calls.append(source)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"model": source, "scores": {}}))
+        return {"model": source, "scores": {}}
+
+    monkeypatch.setattr("hardcse.evaluation.sts.write_sts_eval", fake_eval_of)
+    first = load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
+    again = load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
+    assert calls == [str(tiny_encoder_dir)] and first.record == again.record and first.config is None
+    (tiny_encoder_dir / "extra.txt").write_text("changed files, another model")
+    load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
+    assert len(calls) == 2
+    assert results.model_fingerprint(tiny_encoder_dir) != ""
+
+
+@pytest.fixture(autouse=True)
+def tiny_task(monkeypatch):
+    """T1 stands for a task in the by-hand tests; the others use the real STS files."""
+    real = paired.load_sts_task
+
+    def load(task):
+        if task in GOLD:
+            n = len(GOLD[task])
+            return STSPairs(task, [f"a{i}" for i in range(n)], [f"b{i}" for i in range(n)], np.array(GOLD[task]))
+        return real(task)
+
+    monkeypatch.setattr(paired, "load_sts_task", load)
