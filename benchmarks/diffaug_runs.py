@@ -1,25 +1,23 @@
-"""DiffAug against its SimCSE baselines on the bundled encoder: same start, data, order, steps and seed.
+"""DiffAug against its fair baselines, its four ablations and its label-scarce runs, over seeds.
 
-    python benchmarks/diffaug_runs.py [--out runs/diffaug] [--also NAME ...]
+    python benchmarks/diffaug_runs.py [--seeds 1 2 3] [--out runs/diffaug] [--only NAME ...] [--skip-runs]
 
-Runs, in this order (NAME = configs/diffaug-NAME.yaml):
-    hardcse diffaug train --config configs/diffaug-semi.yaml --out OUT/semi
-    hardcse diffaug train --config configs/diffaug-sup.yaml --out OUT/sup --stage 2
-    hardcse diffaug train --config configs/diffaug-semi-simcse.yaml --out OUT/semi-simcse
-    hardcse diffaug train --config configs/diffaug-sup-simcse.yaml --out OUT/sup-simcse
-    then each --also NAME (e.g. ablation-same-prefix, semi-aux, sup-10pct) into OUT/NAME.
-A DiffAug config whose stage-1 values equal diffaug-semi's starts from a copy of OUT/semi/stage1 and runs
-`--stage 2` (for `stages: [1]`, prefix-tuning only, the copy is the model and is evaluated with `hardcse eval`).
-A run whose folder already has eval.json is not repeated. Each ends with the STS suite.
-Writes benchmarks/results/diffaug.{json,md} (seven STS tasks, average, STS-B dev,
-best step, seconds per optimiser step for stage 1 and stage 2, the DiffAug/SimCSE time ratios) and copies stage 1's
-delta/kappa curves to benchmarks/results/diffaug/stage1_diagnostics.png. Run it alone on the machine: the step
-times are wall-clock.
+For each seed S and each setting NAME (configs/diffaug-NAME.yaml), in this order:
+    hardcse diffaug train --config configs/diffaug-NAME.yaml --out OUT/NAME/seed-S training.seed=S
+A setting whose stage-1 values equal diffaug-semi's starts from a copy of OUT/semi/seed-S/stage1
+(`stage1_from=...`): the same prefixes for semi, semi-aux, sup and the fixed-prefix and prefix-only ablations.
+Every method of a row pair sees the same labels: stage 1 and the aux loss use the sampled triplets' own pairs.
+Records go to benchmarks/results/diffaug/NAME/seed-S (see benchmarks/seeded.py; a recorded run is not repeated).
+Writes benchmarks/results/diffaug.{json,md,png}: mean ± sd over seeds of the seven STS tasks, avg7 and STS-B dev,
+and the paired bootstrap 95% interval of each comparison below (`hardcse compare`'s), plus steps, seconds per
+step and the DiffAug / SimCSE training-time ratios (wall-clock: run it alone on the machine), and copies seed 1's
+stage-1 delta/kappa curves to benchmarks/results/diffaug/stage1_diagnostics.png.
 """
 
 import argparse
 import json
 import shutil
+import statistics
 import time
 from pathlib import Path
 
@@ -27,15 +25,26 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
-from hardcse.report.tables import sts_table_markdown
+from seeded import DEFAULT_SEEDS, RESULTS, record_dir, run_seeded
 
-RESULTS = Path(__file__).parent / "results"
-MAIN = ["semi", "sup", "semi-simcse", "sup-simcse"]
-PAIRS = {"semi": "semi-simcse", "sup": "sup-simcse"}
-
-
-def _read(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
+BENCH = "diffaug"
+SETTINGS = [
+    *("semi", "semi-aux", "semi-joint", "sup", "sup-simcse"),
+    *("ablation-same-prefix", "ablation-fixed-prefixes", "ablation-prefix-only"),
+    *("sup-10pct", "sup-simcse-10pct", "sup-1pct", "sup-simcse-1pct"),
+]
+# (baseline, method): B - A is reported
+PAIRS = [
+    ("semi-joint", "semi"),
+    ("semi-joint", "semi-aux"),
+    ("sup-simcse", "sup"),
+    ("sup-simcse-10pct", "sup-10pct"),
+    ("sup-simcse-1pct", "sup-1pct"),
+    ("semi", "ablation-same-prefix"),
+    ("semi", "ablation-fixed-prefixes"),
+    ("semi", "ablation-prefix-only"),
+]
+TIME_PAIRS = {"semi": "semi-joint", "sup": "sup-simcse"}
 
 
 def shares_semi_stage1(name: str) -> bool:
@@ -44,96 +53,95 @@ def shares_semi_stage1(name: str) -> bool:
     return name != "semi" and config.method == "diffaug" and same
 
 
-def run(name: str, out: Path) -> float:
-    """Minutes the run took (recorded in its folder, read back when the run was done before)."""
-    folder = out / name
-    if (folder / "eval.json").is_file() and (folder / "minutes.json").is_file():
-        return json.loads((folder / "minutes.json").read_text())
-    start = time.perf_counter()
-    config = f"configs/diffaug-{name}.yaml"
-    stage1 = out / "semi" / "stage1"
-    if shares_semi_stage1(name) and (stage1 / "stage1.json").is_file():
-        reuse = f"stage1_from={stage1}"
-        code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--overwrite", reuse])
-    else:
-        code = hardcse(["diffaug", "train", "--config", config, "--out", str(folder), "--overwrite"])
-    if code:
-        raise SystemExit(f"{name} failed")
-    minutes = round((time.perf_counter() - start) / 60, 1)
-    (folder / "minutes.json").write_text(json.dumps(minutes))
-    return minutes
+def run(name: str, seed: int, out: Path) -> Path:
+    def command(folder: Path, resume: bool) -> int:
+        start = time.perf_counter()
+        args = ["diffaug", "train", "--config", f"configs/diffaug-{name}.yaml", "--out", str(folder)]
+        args += ["--resume"] if resume else []
+        args += [f"training.seed={seed}"]
+        stage1 = out / "semi" / f"seed-{seed}" / "stage1"
+        if shares_semi_stage1(name) and (stage1 / "stage1.json").is_file():
+            args.append(f"stage1_from={stage1}")
+        code = hardcse(args)
+        if not code:
+            (folder / "minutes.json").write_text(json.dumps(round((time.perf_counter() - start) / 60, 1)))
+        return code
+
+    return run_seeded(BENCH, name, seed, out, command, ["model/training.json", "stage1/stage1.json", "minutes.json"])
+
+
+def _read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def timing_lines(seeds: list[int]) -> list[str]:
+    """Per setting, steps and seconds per step (means over seeds), then the DiffAug / SimCSE time ratios."""
+    rows = {}
+    for name in SETTINGS:
+        recs = [record_dir(BENCH, name, s) for s in seeds]
+        training = [_read(r / "training.json") for r in recs]
+        stage1 = [_read(r / "stage1.json") for r in recs]
+        own = stage1[0] is not None and not shares_semi_stage1(name)
+        s1 = statistics.mean(s["seconds_per_step"] for s in stage1) if own else None
+        rows[name] = {
+            "stage1_steps": stage1[0]["steps_run"] if stage1[0] else 0,
+            "stage1_s_per_step": s1,
+            "stage2_steps": training[0]["steps"],
+            "stage2_s_per_step": statistics.mean(t["seconds_per_step"] for t in training),
+            "best_steps": " / ".join(str(t["best_step"]) for t in training),
+            "minutes": statistics.mean(_read(r / "minutes.json") for r in recs),
+        }
+    keys = list(next(iter(rows.values())))
+    lines = ["| setting | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for name, row in rows.items():
+        cells = [f"{v:.2f}" if isinstance(v, float) else ("" if v is None else str(v)) for v in row.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| setting | stage-2 step ratio | whole training ratio (stage 1 + stage 2) |", "|---|---:|---:|"]
+    semi_stage1 = rows["semi"]["stage1_steps"] * rows["semi"]["stage1_s_per_step"]
+    for method, baseline in TIME_PAIRS.items():
+        d, b = rows[method], rows[baseline]
+        total_d = semi_stage1 + d["stage2_steps"] * d["stage2_s_per_step"]
+        step_ratio = d["stage2_s_per_step"] / b["stage2_s_per_step"]
+        lines.append(f"| {method} | {step_ratio:.2f} | {total_d / (b['stage2_steps'] * b['stage2_s_per_step']):.2f} |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/diffaug")
-    parser.add_argument("--also", nargs="*", default=[], metavar="NAME", help="more configs/diffaug-NAME.yaml")
+    parser.add_argument("--seeds", nargs="+", type=int, default=DEFAULT_SEEDS)
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run these settings only (no tables)")
+    parser.add_argument("--skip-runs", action="store_true", help="build the tables from the records alone")
     args = parser.parse_args()
     out = Path(args.out)
-    base = out / "bundled"
-    if not (base / "eval.json").is_file():
-        hardcse(["eval", "--model", "bundled:minilm-l6", "--out", str(base)])
-    ev = _read(base / "eval.json")
-    rows = {"bundled:minilm-l6 (start)": {**ev["scores"], "avg7": ev["avg7"]}}
-    extra = {}
-    for name in [*MAIN, *args.also]:
-        minutes = run(name, out)
-        folder = out / name
-        ev, training, stage1 = (
-            _read(folder / "eval.json"),
-            _read(folder / "training.json"),
-            _read(folder / "stage1" / "stage1.json"),
-        )
-        rows[name] = {**ev["scores"], "avg7": ev["avg7"]}
-        extra[name] = {
-            "stage1_steps": stage1["steps_run"] if stage1 else 0,
-            "stage1_s_per_step": round(stage1["seconds_per_step"], 2) if stage1 else None,
-            "stage2_steps": training["steps"] if training else 0,
-            "stage2_s_per_step": round(training["seconds_per_step"], 2) if training else None,
-            "best_step": training["best_step"] if training else None,
-            "minutes": minutes,
-        }
-    ratios = {}
-    for method, baseline in PAIRS.items():
-        d, b = extra[method], extra[baseline]
-        total_d = d["stage1_steps"] * d["stage1_s_per_step"] + d["stage2_steps"] * d["stage2_s_per_step"]
-        total_b = b["stage2_steps"] * b["stage2_s_per_step"]
-        ratios[method] = {
-            "stage2_step_ratio": round(d["stage2_s_per_step"] / b["stage2_s_per_step"], 2),
-            "training_time_ratio": round(total_d / total_b, 2),
-        }
-    shutil.copyfile(out / "semi" / "stage1" / "diagnostics.png", _results_dir() / "stage1_diagnostics.png")
-    shutil.copyfile(out / "semi" / "stage1" / "diagnostics.jsonl", _results_dir() / "stage1_diagnostics.jsonl")
-    keys = list(next(iter(extra.values())))
-    lines = [
-        "# DiffAug on the bundled encoder (2-core CPU)",
-        "",
-        f"`python benchmarks/diffaug_runs.py --out {args.out}{' --also ' + ' '.join(args.also) if args.also else ''}`"
-        " (commands: the script's docstring)",
-        "",
-        sts_table_markdown(rows),
-        "",
-        "| run | " + " | ".join(keys) + " |",
-        "|---|" + "---|" * len(keys),
-        *(f"| {name} | " + " | ".join(str(e[k]) for k in keys) + " |" for name, e in extra.items()),
-        "",
-        "Training time, DiffAug / SimCSE (seconds per optimiser step x steps; evaluation excluded):",
-        "",
-        "| setting | stage-2 step ratio | whole training ratio (stage 1 + stage 2) |",
-        "|---|---|---|",
-        *(f"| {m} | {r['stage2_step_ratio']} | {r['training_time_ratio']} |" for m, r in ratios.items()),
-        "",
-        "Stage-1 curves: `diffaug/stage1_diagnostics.png` (data: `diffaug/stage1_diagnostics.jsonl`).",
-    ]
-    (RESULTS / "diffaug.json").write_text(json.dumps({"sts": rows, "training": extra, "time": ratios}, indent=2))
-    (RESULTS / "diffaug.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not args.skip_runs:
+        for seed in args.seeds:
+            for name in args.only or SETTINGS:
+                run(name, seed, out)
+    if args.only:
+        return
+    from hardcse.evaluation.compare import compare_groups, load_result, write_comparison
 
-
-def _results_dir() -> Path:
-    path = RESULTS / "diffaug"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
+    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in args.seeds] for name in SETTINGS}
+    diagnostics = out / "semi" / f"seed-{args.seeds[0]}" / "stage1"
+    if (diagnostics / "diagnostics.png").is_file():
+        for suffix in ("png", "jsonl"):
+            shutil.copyfile(diagnostics / f"diagnostics.{suffix}", RESULTS / BENCH / f"stage1_diagnostics.{suffix}")
+    markdown = write_comparison(
+        compare_groups(groups, PAIRS),
+        RESULTS / "diffaug",
+        title="DiffAug on the bundled encoder (2-core CPU)",
+        command=f"python benchmarks/diffaug_runs.py --seeds {' '.join(map(str, args.seeds))}",
+        extra=[
+            "Training (means over seeds; best step per seed; stage-1 seconds where the setting trains its own):",
+            "",
+            *timing_lines(args.seeds),
+            "",
+            "Stage-1 curves (seed 1): `diffaug/stage1_diagnostics.png` (data: `diffaug/stage1_diagnostics.jsonl`).",
+        ],
+    )
+    print(markdown)
 
 
 if __name__ == "__main__":

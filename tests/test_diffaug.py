@@ -16,6 +16,7 @@ from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.diagnostics import Stage1Diagnostics, representation_divergence, weight_convergence
 from hardcse.diffaug.objectives import (
+    MLPHead,
     PairClassifier,
     PrefixContrastiveLoss,
     PrefixPairClassificationLoss,
@@ -210,18 +211,24 @@ def test_aux_loss_adds_its_weighted_cross_entropy(prefixed_encoder):
 def test_stage1_length_rules(prefixed_encoder, tmp_path):
     """delta_peak keeps the prefixes of the largest delta; kappa_converged stops once kappa settles."""
     probe = (SENTENCES[:4], SENTENCES[4:])
-    peak = Stage1Diagnostics(prefixed_encoder, probe, 1, tmp_path / "d.jsonl", "delta_peak")
+    classifier = PairClassifier(32, 2)
+    peak = Stage1Diagnostics(
+        prefixed_encoder, probe, 1, tmp_path / "d.jsonl", "delta_peak", loss_modules={"classifier": classifier}
+    )
     transformer = prefixed(prefixed_encoder)
     control = type("Control", (), {"should_training_stop": False})()
     peak._check({"step": 0, "delta": 0.5, "kappa": 3.0}, control)
     kept = {k: v.clone() for k, v in transformer.prefixes.state_dict().items()}
+    kept_classifier = {k: v.clone() for k, v in classifier.state_dict().items()}
     with torch.no_grad():
-        for p in transformer.prefixes.parameters():
+        for p in [*transformer.prefixes.parameters(), *classifier.parameters()]:
             p.add_(1.0)
     peak._check({"step": 5, "delta": 0.4, "kappa": 2.0}, control)
     peak.restore_selected()
     assert peak.selected_step == 0
     assert all(torch.equal(v, kept[k]) for k, v in transformer.prefixes.state_dict().items())
+    # the classifier of the same step, so an aux-loss stage 2 starts from a matching pair
+    assert all(torch.equal(v, kept_classifier[k]) for k, v in classifier.state_dict().items())
 
     converged = Stage1Diagnostics(prefixed_encoder, probe, 1, tmp_path / "k.jsonl", "kappa_converged", 0.01)
     for step, kappa in [(0, 3.0), (5, 2.0), (10, 1.995)]:
@@ -257,15 +264,62 @@ def test_a_resumed_stage1_keeps_its_diagnostics_and_the_peak_before_the_kill(pre
     assert not (tmp_path / "delta_peak_prefixes.pt").exists()
 
 
-def test_label_scarce_sample_is_seeded(tmp_path, tiny_encoder_dir, nli_file, corpus):
+def test_prefix_dropout_acts_in_training_only(tiny_encoder_dir):
+    torch.manual_seed(0)
+    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 2, prefix_dropout=0.5)
+    transformer = prefixed(model)
+    transformer.train()
+    first, second = (transformer.prefix_key_values(0)[0][0] for _ in range(2))
+    assert not torch.equal(first, second) and (first == 0).any()
+    transformer.eval()
+    assert torch.equal(transformer.prefix_key_values(0)[0][0], transformer.prefix_key_values(0)[0][0])
+
+
+def test_inference_view_is_saved_and_used_by_encode(prefixed_encoder, tmp_path):
+    f = features(prefixed_encoder, SENTENCES[:4])
+    with torch.no_grad():
+        second = embed(prefixed_encoder, f, 1)
+    prefixed(prefixed_encoder).inference_view = 1
+    prefixed_encoder.save(str(tmp_path / "m"))
+    loaded = load_encoder(str(tmp_path / "m"))
+    assert loaded[0].inference_view == 1
+    torch.testing.assert_close(torch.tensor(loaded.encode(SENTENCES[:4])), second, atol=1e-6, rtol=1e-6)
+
+
+def test_mlp_head_enters_the_loss_by_hand(prefixed_encoder):
+    head = MLPHead(32)
+    f = features(prefixed_encoder, SENTENCES[:4])
+    labels = torch.zeros(4)
+    with torch.no_grad():
+        loss = PrefixContrastiveLoss(prefixed_encoder, 0.05, 2, head=head)([f, f], labels)
+        u, v = head(embed(prefixed_encoder, f, 0)), head(embed(prefixed_encoder, f, 1))
+        sim = torch.nn.functional.normalize(u, dim=-1) @ torch.nn.functional.normalize(v, dim=-1).T / 0.05
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(sim, torch.arange(4)))
+    assert u.abs().max() <= 1.0  # tanh
+
+
+def test_every_label_comes_from_the_sampled_triplets(tmp_path, tiny_encoder_dir, nli_file, corpus):
+    """Fair by construction: stage 1's pairs are the sampled triplets' own (premise, entailment) and (premise,
+    contradiction) pairs, for every fraction; the probe's triplets are left out of stage 1 only."""
     full = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus))
     half = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus, nli_fraction=0.5))
     again = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus, nli_fraction=0.5))
-    assert len(full.pairs) + len(full.probe[0]) == 32 and len(full.triplets) == 8
-    assert len(half.pairs) + len(half.probe[0]) == 16 and len(half.triplets) == 4
+    assert len(full.triplets) == 8 and len(full.probe[0]) == 2 and len(full.pairs) == 2 * (8 - 2)
+    assert len(half.triplets) == 4 and len(half.probe[0]) == 1 and len(half.pairs) == 2 * (4 - 1)
     assert half.pairs == again.pairs and half.triplets == again.triplets
-    probe = set(zip(*full.probe, strict=True))
-    assert len(probe) == 2 and not probe & set(zip(full.pairs.premises, full.pairs.hypotheses, strict=True))
+    for data in (full, half):
+        allowed = {(a, p, 0) for a, p, _ in data.triplets} | {(a, n, 2) for a, _, n in data.triplets}
+        pairs = set(zip(data.pairs.premises, data.pairs.hypotheses, data.pairs.labels, strict=True))
+        probe = set(zip(*data.probe, strict=True))
+        assert pairs <= allowed and len(pairs) == len(data.pairs.labels)
+        assert probe <= {(a, p) for a, p, _ in data.triplets} and not probe & {(a, h) for a, h, _ in pairs}
+    three = nli_data(tiny_config(tiny_encoder_dir, nli_file, corpus, **{"stage1.labels": "three_way"}))
+    neutral = [
+        (p, h)
+        for p, h, y in zip(three.pairs.premises, three.pairs.hypotheses, three.pairs.labels, strict=True)
+        if y == 1
+    ]
+    assert len(neutral) == 6 and {p for p, _ in neutral} == {a for a, _, _ in three.triplets[2:]}
 
 
 def test_both_stages_train_what_they_should(tmp_path, tiny_encoder_dir, nli_file, corpus):
@@ -331,6 +385,24 @@ def test_prefix_tuning_only_and_simcse_baseline(tmp_path, tiny_encoder_dir, nli_
     assert not isinstance(load_encoder(str(baseline))[0], PrefixedTransformer)
 
 
+def test_prefix_only_ablation_trains_prefixes_with_the_encoder_frozen_and_dev_picks_the_view(
+    tmp_path, tiny_encoder_dir, nli_file, corpus
+):
+    """The paper's prefix-tuning-only ablation: stage 2 runs, only the prefixes move. ``inference_prefix: dev``
+    keeps the view with the best STS-B dev score and records all three."""
+    changes = {"stage2.train_encoder": "false", "inference_prefix": "dev"}
+    final = diffaug_run(tiny_config(tiny_encoder_dir, nli_file, corpus, **changes), tmp_path / "run")
+    stage1, trained = load_encoder(str(tmp_path / "run" / "stage1")), load_encoder(str(final))
+    start, after = stage1[0].model.state_dict(), trained[0].model.state_dict()
+    assert all(torch.equal(start[n], after[n]) for n in start)
+    assert not same_prefixes(stage1, trained)
+    record = json.loads((final / "training.json").read_text())
+    scores = record["inference_prefix_dev"]
+    assert set(scores) == {"both", "first", "second"} and scores[record["inference_prefix"]] == max(scores.values())
+    assert trained[0].inference_view == {"both": None, "first": 0, "second": 1}[record["inference_prefix"]]
+    assert (tmp_path / "run" / "stage1" / "mlp_head.safetensors").is_file()  # mlp_head is on by default
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -340,6 +412,9 @@ def test_prefix_tuning_only_and_simcse_baseline(tmp_path, tiny_encoder_dir, nli_
         ({"nli_fraction": "0"}, "nli_fraction"),
         ({"stage1.select": "best"}, "stage1.select"),
         ({"prefix_length": "0"}, "prefix_length"),
+        ({"stage2.train_encoder": "false", "stage2.train_prefixes": "false"}, "trains nothing"),
+        ({"method": "simcse", "inference_prefix": "dev"}, "inference_prefix"),
+        ({"stages": "[1]", "inference_prefix": "first"}, "chosen after stage 2"),
     ],
 )
 def test_config_mistakes_fail_before_work(tmp_path, tiny_encoder_dir, nli_file, corpus, changes, message):

@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from sentence_transformers import SentenceTransformer
 
 from conftest import SENTENCES
@@ -74,3 +75,21 @@ def test_cli_run_folder_before_after_resume_and_refusals(tiny_encoder_dir, tripl
     assert all(s["attempts"] == 1 for s in stages.values())
     assert hardcse([*args, "--resume", *small[1:], "training.max_steps=3"]) == 2
     assert "differs from" in capsys.readouterr().err
+
+
+def test_what_the_loss_trains_beside_the_model_goes_into_every_checkpoint(tmp_path):
+    """A classifier or head owned by the loss is not in the trainer's checkpoints: the job writes it there and a
+    resumed job reads it back."""
+    from types import SimpleNamespace
+
+    from safetensors.torch import load_file
+
+    from hardcse.training import LOSS_STATE, LossStateCheckpoint, loss_owned_state
+
+    loss = torch.nn.Module()
+    loss.model, loss.head = torch.nn.Linear(2, 2), torch.nn.Linear(2, 3)
+    (tmp_path / "checkpoint-3").mkdir()
+    LossStateCheckpoint(loss).on_save(SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(global_step=3), None)
+    saved = load_file(str(tmp_path / "checkpoint-3" / LOSS_STATE))
+    assert set(saved) == {"head.weight", "head.bias"} and set(loss_owned_state(loss)) == set(saved)
+    assert torch.equal(saved["head.weight"], loss.head.weight)

@@ -6,7 +6,8 @@ sentence-transformers' trainers own it for their losses:
 - evaluate on the selection set (STS-B dev for encoders) every ``eval_steps`` steps and at the last step;
 - keep the best checkpoint by the dev metric (``load_best_model_at_end``);
 - save into the output folder, delete the checkpoints, write ``training.json`` beside the weights;
-- resume from the newest checkpoint in the folder when a killed job is run again.
+- resume from the newest checkpoint in the folder when a killed job is run again, with what the loss trains
+  beside the model (a classifier, a training-only head), which the trainer's checkpoints do not hold.
 """
 
 from __future__ import annotations
@@ -105,6 +106,29 @@ class StepTimer(TrainerCallback):
         return {"steps_timed": len(self.seconds), "seconds_per_step": sum(steady) / max(len(steady), 1)}
 
 
+LOSS_STATE = "loss_state.safetensors"
+
+
+def loss_owned_state(loss: nn.Module) -> dict:
+    """The loss's own trained tensors (its ``model`` left out)."""
+    return {k: v.detach().contiguous() for k, v in loss.state_dict().items() if not k.startswith("model.")}
+
+
+class LossStateCheckpoint(TrainerCallback):
+    """Writes the loss's own tensors into every checkpoint folder the trainer saves."""
+
+    def __init__(self, loss: nn.Module) -> None:
+        self.loss = loss
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: object) -> None:
+        from safetensors.torch import save_file
+
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        owned = loss_owned_state(self.loss)
+        if owned and folder.is_dir():
+            save_file(owned, str(folder / LOSS_STATE))
+
+
 def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str | None) -> dict:
     """Training-argument values of every hardcse job: seeded, offline and quiet; with a ``metric``, evaluate every
     ``eval_steps`` steps and keep the best checkpoint."""
@@ -192,12 +216,20 @@ def run_training_job(
         train_dataset=dataset,
         loss=loss,
         evaluator=evaluator,
-        callbacks=[timer, *([EvaluateAtEnd()] if metric is not None else []), *(callbacks or [])],
+        callbacks=[
+            timer,
+            *([EvaluateAtEnd(), LossStateCheckpoint(loss)] if metric is not None else []),
+            *(callbacks or []),
+        ],
     )
     shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
     last = last_complete_checkpoint(checkpoints)
     if last is not None:
         log.info("resuming training from %s", last)
+        if (Path(last) / LOSS_STATE).is_file():
+            from safetensors.torch import load_file
+
+            loss.load_state_dict(load_file(str(Path(last) / LOSS_STATE)), strict=False)
     trainer.train(resume_from_checkpoint=last)
 
     history = [e for e in trainer.state.log_history if metric in e]

@@ -24,11 +24,14 @@ class DiffAugStage1Config(Checked):
     learning_rate: float = 1e-3
     classifier_learning_rate: float | None = None  # the [u; v; |u - v|] classifier's; null: learning_rate
     warmup_ratio: float = 0.0
-    labels: Literal["binary", "three_way"] = "binary"  # binary: entailment (1) vs contradiction (0), as released
+    # binary: entailment (1) vs contradiction (0) pairs of the sampled triplets, as released | three_way: also the
+    # neutral hypotheses of the same premises (labels the supervised SimCSE baseline does not use)
+    labels: Literal["binary", "three_way"] = "binary"
     diagnostics_every: int = 50  # delta and kappa every N steps (and at step 0)
     probe_pairs: int = 256  # entailment pairs (held out of training) that delta and kappa are measured on
-    # Which prefixes stage 2 starts from: last (after ``steps``) | delta_peak (the diagnostics step where delta is
-    # largest) | kappa_converged (stop once kappa changes by less than kappa_tolerance, relative, between checks)
+    # Which prefixes (with classifier and head) stage 2 starts from: last (after ``steps``) | delta_peak (the
+    # diagnostics step where delta is largest, classifier and head of that step too) | kappa_converged (stop once
+    # kappa changes by less than kappa_tolerance, relative, between checks)
     select: Literal["last", "delta_peak", "kappa_converged"] = "last"
     kappa_tolerance: float = 0.01
 
@@ -47,10 +50,13 @@ class DiffAugStage2Config(Checked):
 
     RENAMED: ClassVar[dict[str, str]] = {key: f"training.{key} (top level)" for key in MOVED_TO_TRAINING}
     aux_weight: float = 0.0  # semi-supervised: weight of the NLI cross-entropy added to every step (paper 1e-3)
-    train_prefixes: bool = True  # false: the prefixes stay as stage 1 left them (ablation)
+    train_prefixes: bool = True  # false: the prefixes stay as stage 1 left them (ablation "fixed prefixes")
+    train_encoder: bool = True  # false: the encoder stays frozen, only the prefixes train (ablation "prefix-only")
 
     def check(self) -> None:
         check_range("aux_weight", self.aux_weight, 0.0, 1e6)
+        if not self.train_prefixes and not self.train_encoder:
+            raise ConfigValueError("stage2.train_encoder", "with train_prefixes false too, stage 2 trains nothing")
 
 
 def _stage2_training() -> TrainingSettings:
@@ -60,8 +66,9 @@ def _stage2_training() -> TrainingSettings:
 @dataclass
 class DiffAugConfig(Checked):
     """DiffAug: two prefix modules as a learned, differentiable augmentation, trained in two stages.
-    ``method: simcse`` trains the same data, steps and seed without prefixes (the baselines: dropout views for
-    ``semi``, plain supervised SimCSE for ``sup``). ``training`` is stage 2's training; its ``seed`` and
+    ``method: simcse`` trains the same data, labels, steps and seed without prefixes (the baselines: SimCSE_joint
+    for ``semi``, i.e. dropout views plus ``stage2.aux_weight`` times the NLI cross-entropy on the same labelled
+    pairs; plain supervised SimCSE for ``sup``). ``training`` is stage 2's training; its ``seed`` and
     ``max_seq_length`` (SimCSE's 32) are stage 1's too."""
 
     RENAMED: ClassVar[dict[str, str]] = {**MOVED_TO_TRAINING, "model": "encoder", "temperature": "tau"}
@@ -69,13 +76,22 @@ class DiffAugConfig(Checked):
     pooling: PoolingName = "default"
     setting: Literal["semi", "sup"] = "semi"  # semi: unlabeled sentences (+ optional aux NLI loss) | sup: triplets
     method: Literal["diffaug", "simcse"] = "diffaug"  # simcse: no prefixes, stage 2 only
-    stages: list[int] = field(default_factory=lambda: [1, 2])  # [1]: prefix-tuning only (ablation)
+    # [1]: stage 1 alone, its prefixes are the result (the paper's "prefix-tuning only" ablation runs stage 2 too,
+    # with the encoder frozen: stage2.train_encoder false)
+    stages: list[int] = field(default_factory=lambda: [1, 2])
     # A finished stage 1 (a run folder or its stage1/) to start stage 2 from instead of training one; its stage-1
     # values must equal this config's (checked).
     stage1_from: str | None = None
     prefixes: Literal["different", "same"] = "different"  # different: theta_1 != theta_2 | same: one module
     prefix_length: int = 8  # virtual tokens per prefix module (paper: ~8 is best)
     prefix_hidden_size: int = 512  # the reparametrisation MLP's hidden width (P-tuning v2's default)
+    prefix_dropout: float = 0.1  # dropout on the prefix keys/values while training (released code: 0.1)
+    # a Linear + Tanh head on the sentence embedding during training only, both stages and both methods (SimCSE's
+    # and the released code's --mlp_train); it is not saved with the encoder
+    mlp_head: bool = True
+    # which prefixes encode at inference: both (the paper) | first | second (theta_1 or theta_2 alone) | dev (the
+    # best of the three on STS-B dev, measured after training; never a test set)
+    inference_prefix: Literal["both", "first", "second", "dev"] = "both"
     nli_files: list[str] = field(default_factory=lambda: list(TRAIN_FILES))  # stage 1, aux loss, sup triplets
     nli_fraction: float = 1.0  # label-scarce runs: a seeded share of the NLI pairs / triplets (0.01, 0.1)
     unlabeled: str | None = None  # semi: a sentence file; null: the vendored Wikipedia sample
@@ -99,6 +115,13 @@ class DiffAugConfig(Checked):
         for key in ("prefix_length", "prefix_hidden_size", "tau"):
             check_positive(key, getattr(self, key))
         check_positive("max_examples", self.max_examples, allow_none=True)
+        check_range("prefix_dropout", self.prefix_dropout, 0.0, 0.9)
+        if self.method == "simcse" and self.inference_prefix != "both":
+            raise ConfigValueError("inference_prefix", "method simcse has no prefixes; leave it out")
+        if self.stages == [1] and self.inference_prefix != "both":
+            raise ConfigValueError("inference_prefix", "it is chosen after stage 2; with stages [1] leave it out")
+        if self.method == "simcse" and not self.stage2.train_encoder:
+            raise ConfigValueError("stage2.train_encoder", "method simcse has no prefixes: it would train nothing")
         for task in self.eval_tasks:
             check_choice("eval_tasks", task, ALL_TASKS)
 

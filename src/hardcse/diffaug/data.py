@@ -25,32 +25,43 @@ class NLIData:
 
 
 def nli_data(config: DiffAugConfig) -> NLIData:
-    """Seeded: a ``nli_fraction`` share of the pairs, and of the triplets built from all pairs (a pair sample
-    would break up the premises that triplets need); probe pairs are at most a quarter of the sample's
-    entailment pairs."""
+    """Seeded: a ``nli_fraction`` share of the (premise, entailment, contradiction) triplets built from the NLI
+    files. Every label a run uses comes from that sample, for DiffAug and its baselines alike (the released code's
+    stage 1 reads the same triplet file as the supervised training): stage 1's and the aux loss's pairs are the
+    sampled triplets' (premise, entailment) and (premise, contradiction) pairs (``three_way`` adds the neutral
+    hypotheses of the same premises). The probe pairs of the stage-1 diagnostics are the entailment pairs of the
+    first min(probe_pairs, a quarter) sampled triplets, whose pairs stage 1 does not train on; the supervised
+    stage 2 keeps all the sampled triplets."""
     pairs = read_nli_files(config.nli_files)
-    rng = random.Random(config.seed)
-    order = list(range(len(pairs)))
-    rng.shuffle(order)
-    order = order[: max(1, round(len(order) * config.nli_fraction))]
-    entailed = [i for i in order if pairs.labels[i] == LABEL_ID["entailment"]]
-    probe_ids = entailed[: min(config.stage1.probe_pairs, len(entailed) // 4)]
-    if not probe_ids:
-        raise HardcseError(f"too few entailment pairs ({len(entailed)}) in the NLI data for the stage-1 probe")
-    held_out = set(probe_ids)
-    kept = [i for i in order if i not in held_out]
-    subset = NLIPairs(
-        [pairs.premises[i] for i in kept], [pairs.hypotheses[i] for i in kept], [pairs.labels[i] for i in kept]
-    )
     triplets = nli_triplets(pairs)
-    rng.shuffle(triplets)
+    random.Random(config.seed).shuffle(triplets)
     triplets = triplets[: max(1, round(len(triplets) * config.nli_fraction))]
-    probe = ([pairs.premises[i] for i in probe_ids], [pairs.hypotheses[i] for i in probe_ids])
+    n_probe = min(config.stage1.probe_pairs, len(triplets) // 4)
+    if not n_probe:
+        raise HardcseError(
+            f"too few triplets ({len(triplets)}) in the NLI sample for the stage-1 probe (a quarter of them); "
+            "raise nli_fraction or give more NLI data"
+        )
+    rows = [
+        (premise, hypothesis, LABEL_ID[label])
+        for premise, positive, negative in triplets[n_probe:]
+        for hypothesis, label in ((positive, "entailment"), (negative, "contradiction"))
+    ]
+    if config.stage1.labels == "three_way":
+        neutral: dict[str, list[str]] = {}
+        for premise, hypothesis, label in zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True):
+            if label == LABEL_ID["neutral"]:
+                neutral.setdefault(premise, []).append(hypothesis)
+        premises = dict.fromkeys(t[0] for t in triplets[n_probe:])
+        rows += [(p, h, LABEL_ID["neutral"]) for p in premises for h in neutral.get(p, [])]
+    subset = NLIPairs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    probe = ([t[0] for t in triplets[:n_probe]], [t[1] for t in triplets[:n_probe]])
     return NLIData(subset, triplets, probe)
 
 
 def classification_rows(pairs: NLIPairs, labels: str) -> tuple[list[str], list[str], list[int]]:
-    """binary: entailment -> 1, contradiction -> 0, neutral dropped (the released code); three_way: all pairs."""
+    """binary: entailment -> 1, contradiction -> 0, neutral dropped (the released code); three_way: all pairs with
+    their three labels."""
     if labels == "three_way":
         return pairs.premises, pairs.hypotheses, pairs.labels
     rows = [

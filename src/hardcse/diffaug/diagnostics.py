@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
+from torch import nn  # noqa: E402
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments  # noqa: E402
 
 from hardcse.atomic import write_text_atomic  # noqa: E402
@@ -120,6 +121,7 @@ class Stage1Diagnostics(TrainerCallback):
         log_path: Path,
         select: str = "last",
         kappa_tolerance: float = 0.01,
+        loss_modules: dict[str, nn.Module] | None = None,
     ) -> None:
         if select not in SELECTIONS:
             raise ValueError(f"select {select!r}: choose one of {', '.join(SELECTIONS)}")
@@ -129,6 +131,8 @@ class Stage1Diagnostics(TrainerCallback):
         self.log_path = log_path
         self.select = select
         self.kappa_tolerance = kappa_tolerance
+        # trained beside the prefixes (the classifier, the MLP head): delta_peak keeps them from the same step
+        self.loss_modules = {"prefixes": prefixed(model).prefixes, **(loss_modules or {})}
         self.rows: list[dict] = []
         self.best_state: dict | None = None
         self.best_delta = float("-inf")
@@ -189,7 +193,7 @@ class Stage1Diagnostics(TrainerCallback):
     def _check(self, row: dict, control: TrainerControl, restoring: bool = False) -> None:
         if self.select == "delta_peak" and row["delta"] > self.best_delta and not restoring:
             self.best_delta = row["delta"]
-            self.best_state = copy.deepcopy(prefixed(self.model).prefixes.state_dict())
+            self.best_state = {name: copy.deepcopy(m.state_dict()) for name, m in self.loss_modules.items()}
             self.selected_step = row["step"]
             # kept on disk too, so a resumed stage 1 still knows the peak before the kill
             tmp = self._best_path().with_suffix(".tmp")
@@ -202,9 +206,10 @@ class Stage1Diagnostics(TrainerCallback):
                 control.should_training_stop = True
 
     def restore_selected(self) -> None:
-        """For ``delta_peak``: put the prefixes of the peak back into the model."""
+        """For ``delta_peak``: put the prefixes (and the classifier and head) of the peak back."""
         if self.select == "delta_peak" and self.best_state is not None:
-            prefixed(self.model).prefixes.load_state_dict(self.best_state)
+            for name, module in self.loss_modules.items():
+                module.load_state_dict(self.best_state[name])
 
 
 def plot_diagnostics(rows: list[dict], png_path: Path, selected_step: int | None = None) -> Path:

@@ -6,7 +6,9 @@
   positive (and hard negative) through theta_2,
       l_i = -log e^{sim(h_i, h_i+)/tau} / sum_j (e^{sim(h_i, h_j+)/tau} [+ e^{sim(h_i, h_j-)/tau}]),
   plus ``aux_weight`` times the stage-1 cross-entropy on the NLI columns of the same rows (semi-supervised + aux).
-On an encoder without prefixes the views do not exist and both losses are plain SimCSE / SoftmaxLoss.
+On an encoder without prefixes the views do not exist and both losses are plain SimCSE / SoftmaxLoss. With a
+``head`` (:class:`MLPHead`, SimCSE's and the released code's training-only MLP), every embedding passes through it
+before the loss; the head belongs to the loss, so the saved encoder does not have it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,26 @@ from hardcse.diffaug.prefix import prefixed, with_view
 from hardcse.encoder.contrastive import in_batch_contrastive_loss
 
 
-def embed(model: SentenceTransformer, features: dict[str, torch.Tensor], view: int | None) -> torch.Tensor:
-    """Sentence embeddings of tokenised ``features``; through prefix ``view`` when the model has prefixes."""
+def embed(
+    model: SentenceTransformer, features: dict[str, torch.Tensor], view: int | None, head: nn.Module | None = None
+) -> torch.Tensor:
+    """Sentence embeddings of tokenised ``features``; through prefix ``view`` when the model has prefixes, then
+    through ``head`` when given."""
     if prefixed(model) is not None:
         features = with_view(features, view)
-    return model(features)["sentence_embedding"]
+    embedding = model(features)["sentence_embedding"]
+    return head(embedding) if head is not None else embedding
+
+
+class MLPHead(nn.Module):
+    """Linear + Tanh on the sentence embedding (SimCSE's MLP over [CLS]), used during training only."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(x))
 
 
 class PairClassifier(nn.Module):
@@ -40,14 +57,15 @@ class PairClassifier(nn.Module):
 class PrefixPairClassificationLoss(nn.Module):
     """Columns (premise, hypothesis) + an integer label: cross-entropy, premise via view 0, hypothesis via view 1."""
 
-    def __init__(self, model: SentenceTransformer, classifier: PairClassifier) -> None:
+    def __init__(self, model: SentenceTransformer, classifier: PairClassifier, head: MLPHead | None = None) -> None:
         super().__init__()
         self.model = model
         self.classifier = classifier
+        self.head = head
 
     def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
         premise, hypothesis = sentence_features
-        u, v = embed(self.model, premise, 0), embed(self.model, hypothesis, 1)
+        u, v = embed(self.model, premise, 0, self.head), embed(self.model, hypothesis, 1, self.head)
         return nn.functional.cross_entropy(self.classifier(u, v), labels.long())
 
 
@@ -62,6 +80,7 @@ class PrefixContrastiveLoss(nn.Module):
         n_contrastive: int,
         aux_classifier: PairClassifier | None = None,
         aux_weight: float = 0.0,
+        head: MLPHead | None = None,
     ) -> None:
         super().__init__()
         if n_contrastive not in (2, 3):
@@ -71,14 +90,16 @@ class PrefixContrastiveLoss(nn.Module):
         self.n_contrastive = n_contrastive
         self.aux_classifier = aux_classifier
         self.aux_weight = aux_weight
+        self.head = head
 
     def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
         anchor, positive, *negative = sentence_features[: self.n_contrastive]
-        h = embed(self.model, anchor, 0)
-        h_neg = embed(self.model, negative[0], 1) if negative else None
-        loss = in_batch_contrastive_loss(h, embed(self.model, positive, 1), h_neg, self.tau)
+        h = embed(self.model, anchor, 0, self.head)
+        h_neg = embed(self.model, negative[0], 1, self.head) if negative else None
+        loss = in_batch_contrastive_loss(h, embed(self.model, positive, 1, self.head), h_neg, self.tau)
         if self.aux_classifier is not None and self.aux_weight > 0:
             premise, hypothesis = sentence_features[self.n_contrastive : self.n_contrastive + 2]
-            logits = self.aux_classifier(embed(self.model, premise, 0), embed(self.model, hypothesis, 1))
+            u, v = embed(self.model, premise, 0, self.head), embed(self.model, hypothesis, 1, self.head)
+            logits = self.aux_classifier(u, v)
             loss = loss + self.aux_weight * nn.functional.cross_entropy(logits, labels.long())
         return loss

@@ -6,10 +6,14 @@ Every attention layer then attends over [prefix keys; token keys]. The tokens ke
 prefix is not a run of tokens, so it does not shift the position embeddings as a key/value cache would).
 
 A *view* says which prefix modules an encoding sees: view 0 is f(x; theta_1), view 1 is f(x; theta_2) and
-``None`` (inference) concatenates all of them. PEFT's own PeftModel is not used: on encoders it cannot disable a
-prefix adapter, does not select prefixes per call and does not round-trip through sentence-transformers' save
-and load. :class:`PrefixedTransformer` is a sentence-transformers ``Transformer`` that owns the prefixes and
-saves them next to the encoder weights (``prefixes.safetensors``); ``hardcse.encoder.build.load_encoder`` and
+``None`` concatenates all of them. An encoding that names no view (``encode()``, inference) uses the module's
+``inference_view``: ``None`` (both, the paper) unless the run chose one prefix on STS-B dev. In training mode the
+prefix keys and values pass through dropout (``prefix_dropout``, the released code's 0.1).
+
+PEFT's own PeftModel is not used: on encoders it cannot disable a prefix adapter, does not select prefixes per
+call and does not round-trip through sentence-transformers' save and load. :class:`PrefixedTransformer` is a
+sentence-transformers ``Transformer`` that owns the prefixes and saves them next to the encoder weights
+(``prefixes.safetensors``); ``hardcse.encoder.build.load_encoder`` and
 ``SentenceTransformer(path, trust_remote_code=True)`` load the folder.
 """
 
@@ -35,7 +39,10 @@ PREFIX_WEIGHTS = "prefixes.safetensors"
 class PrefixedTransformer(Transformer):
     """A sentence-transformers ``Transformer`` whose attention layers see learned prefix keys and values."""
 
-    config_keys = [*Transformer.config_keys, "prefix_length", "prefix_hidden_size", "num_prefixes"]
+    config_keys = [
+        *Transformer.config_keys,
+        *("prefix_length", "prefix_hidden_size", "num_prefixes", "prefix_dropout", "inference_view"),
+    ]
 
     def __init__(
         self,
@@ -44,17 +51,24 @@ class PrefixedTransformer(Transformer):
         prefix_length: int = 8,
         prefix_hidden_size: int = 512,
         num_prefixes: int = 2,
+        prefix_dropout: float = 0.0,
+        inference_view: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(model_name_or_path, **kwargs)
         if prefix_length < 1 or num_prefixes < 1 or prefix_hidden_size < 1:
             raise HardcseError("prefix_length, prefix_hidden_size and num_prefixes must be at least 1")
+        if inference_view not in (None, 0, 1):
+            raise HardcseError(f"inference_view {inference_view!r}: use 0, 1 or None (both prefixes)")
         config = self.model.config
         if getattr(config, "is_decoder", False) or not hasattr(config, "num_attention_heads"):
             raise HardcseError(f"prefixes need an encoder with attention layers; got {type(self.model).__name__}")
         self.prefix_length = prefix_length
         self.prefix_hidden_size = prefix_hidden_size
         self.num_prefixes = num_prefixes
+        self.prefix_dropout = prefix_dropout
+        self.inference_view = inference_view
+        self.dropout = nn.Dropout(prefix_dropout)
         self.num_layers = config.num_hidden_layers
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
@@ -82,14 +96,14 @@ class PrefixedTransformer(Transformer):
         """Per layer, the (key, value) prefix of ``view``, each (heads, n_prefix_tokens, head_dim)."""
         layers: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(self.num_layers)]
         for index in self.view_indices(view):
-            out = self.prefixes[index](self.prefix_tokens)  # (l, layers * 2 * hidden)
+            out = self.dropout(self.prefixes[index](self.prefix_tokens))  # (l, layers * 2 * hidden)
             out = out.view(self.prefix_length, self.num_layers * 2, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
             for layer in range(self.num_layers):  # PEFT's layout: (key, value) of layer i at rows 2i, 2i + 1
                 layers[layer].append((out[2 * layer], out[2 * layer + 1]))
         return [(torch.cat([k for k, _ in kv], dim=1), torch.cat([v for _, v in kv], dim=1)) for kv in layers]
 
     def forward(self, features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        view = features.pop(VIEW_KEY, None)
+        view = features.pop(VIEW_KEY, self.inference_view)
         input_ids = features["input_ids"]
         batch, length = input_ids.shape
         cache = DynamicCache(config=self.model.config)
@@ -108,13 +122,17 @@ class PrefixedTransformer(Transformer):
 
     @classmethod
     def with_fresh_prefixes(
-        cls, source: str | Path, prefix_length: int, prefix_hidden_size: int, num_prefixes: int
+        cls,
+        source: str | Path,
+        prefix_length: int,
+        prefix_hidden_size: int,
+        num_prefixes: int,
+        prefix_dropout: float = 0.0,
     ) -> PrefixedTransformer:
         """The transformer saved in the folder ``source`` with new, randomly initialised prefix modules."""
         settings = {"prefix_length": prefix_length, "prefix_hidden_size": prefix_hidden_size}
-        return super().load(
-            str(source), local_files_only=True, init_defaults={**settings, "num_prefixes": num_prefixes}
-        )
+        settings |= {"num_prefixes": num_prefixes, "prefix_dropout": prefix_dropout}
+        return super().load(str(source), local_files_only=True, init_defaults=settings)
 
     @classmethod
     def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> PrefixedTransformer:
@@ -139,7 +157,12 @@ def with_view(features: dict[str, torch.Tensor], view: int | None) -> dict[str, 
 
 
 def add_prefixes(
-    model: SentenceTransformer, source: Path, prefix_length: int, prefix_hidden_size: int, num_prefixes: int
+    model: SentenceTransformer,
+    source: Path,
+    prefix_length: int,
+    prefix_hidden_size: int,
+    num_prefixes: int,
+    prefix_dropout: float = 0.0,
 ) -> SentenceTransformer:
     """``model`` (loaded from the folder ``source``) with its transformer replaced by a prefixed one that has
     fresh prefix modules; pooling and any later modules are kept. A model that has prefixes is returned as it is."""
@@ -147,6 +170,8 @@ def add_prefixes(
         return model
     if not isinstance(model[0], Transformer):
         raise HardcseError(f"prefixes need a Transformer as the first module; got {type(model[0]).__name__}")
-    transformer = PrefixedTransformer.with_fresh_prefixes(source, prefix_length, prefix_hidden_size, num_prefixes)
+    transformer = PrefixedTransformer.with_fresh_prefixes(
+        source, prefix_length, prefix_hidden_size, num_prefixes, prefix_dropout
+    )
     transformer.max_seq_length = model.max_seq_length
     return SentenceTransformer(modules=[transformer, *list(model)[1:]], device=str(model.device))

@@ -4,9 +4,10 @@
   NLI classification, premise through prefix 1, hypothesis through prefix 2. No dev selection: the prefixes of
   the last step, or of the ``stage1.select`` rule (delta peak, kappa convergence; diagnostics.py), are kept.
 - Stage 2, joint tuning (the stage-2 SimCSE loss, + the auxiliary NLI loss): encoder + prefixes, anchor through
-  prefix 1, positive (and hard negative) through prefix 2; best checkpoint on STS-B dev.
+  prefix 1, positive (and hard negative) through prefix 2; best checkpoint on STS-B dev (both prefixes), then
+  the inference prefix (``inference_prefix``; ``dev`` picks it on STS-B dev).
 ``method: simcse`` runs stage 2 on the same rows in the same order, with no prefixes (the two views then differ by
-dropout alone).
+dropout alone). The training-only MLP head (``mlp_head``) is stage 1's in stage 2, a fresh one for SimCSE.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from hardcse.config import config_to_dict, save_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import NLIData, classification_rows, stage2_dataset
 from hardcse.diffaug.diagnostics import Stage1Diagnostics, plot_diagnostics
-from hardcse.diffaug.objectives import PairClassifier, PrefixContrastiveLoss, PrefixPairClassificationLoss
+from hardcse.diffaug.objectives import MLPHead, PairClassifier, PrefixContrastiveLoss, PrefixPairClassificationLoss
 from hardcse.diffaug.prefix import add_prefixes, prefixed
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
@@ -36,6 +37,12 @@ from hardcse.training import TrainingSettings, TrainOutcome, run_training_job
 
 log = logging.getLogger(__name__)
 CLASSIFIER_WEIGHTS = "classifier.safetensors"
+HEAD_WEIGHTS = "mlp_head.safetensors"
+INFERENCE_VIEWS = {"both": None, "first": 0, "second": 1}
+
+
+def _save_module(module: torch.nn.Module, path: Path) -> None:
+    save_file({k: v.detach().contiguous() for k, v in module.state_dict().items()}, str(path))
 
 
 def _num_labels(config: DiffAugConfig) -> int:
@@ -47,7 +54,12 @@ def starting_model(config: DiffAugConfig) -> SentenceTransformer:
     model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
     num_prefixes = 2 if config.prefixes == "different" else 1
     return add_prefixes(
-        model, resolve_model(config.encoder), config.prefix_length, config.prefix_hidden_size, num_prefixes
+        model,
+        resolve_model(config.encoder),
+        config.prefix_length,
+        config.prefix_hidden_size,
+        num_prefixes,
+        config.prefix_dropout,
     )
 
 
@@ -78,6 +90,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     premises, hypotheses, labels = classification_rows(data.pairs, config.stage1.labels)
     dataset = Dataset.from_dict({"premise": premises, "hypothesis": hypotheses, "label": labels})
     classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config))
+    head = MLPHead(model.get_embedding_dimension()) if config.mlp_head else None
     diagnostics = Stage1Diagnostics(
         model,
         data.probe,
@@ -85,6 +98,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         out_dir / "diagnostics.jsonl",
         config.stage1.select,
         config.stage1.kappa_tolerance,
+        loss_modules={"classifier": classifier, **({"head": head} if head is not None else {})},
     )
     log.info("DiffAug stage 1: %d NLI pairs (%s), %d steps", len(dataset), config.stage1.labels, config.stage1.steps)
 
@@ -95,7 +109,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     outcome = run_training_job(
         model,
         dataset,
-        PrefixPairClassificationLoss(model, classifier),
+        PrefixPairClassificationLoss(model, classifier, head),
         stage1_settings(config),
         out_dir,
         metric=None,
@@ -110,7 +124,9 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     diagnostics.discard_saved_peak()
     steps_run = outcome.record["steps"]
     selected = outcome.record["selected_step"] if outcome.record["selected_step"] is not None else steps_run
-    save_file({k: v.contiguous() for k, v in classifier.state_dict().items()}, str(out_dir / CLASSIFIER_WEIGHTS))
+    _save_module(classifier, out_dir / CLASSIFIER_WEIGHTS)
+    if head is not None:
+        _save_module(head, out_dir / HEAD_WEIGHTS)
     plot_diagnostics(diagnostics.rows, out_dir / "diagnostics.png", selected)
     record = {
         "steps_run": steps_run,
@@ -128,35 +144,66 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     return record
 
 
-def stage2_model(config: DiffAugConfig, stage1_dir: Path) -> tuple[SentenceTransformer, PairClassifier | None]:
-    """The model stage 2 trains (stage 1's, or the plain encoder for SimCSE) and the aux-loss classifier."""
-    aux = config.stage2.aux_weight > 0
+def stage2_model(
+    config: DiffAugConfig, stage1_dir: Path
+) -> tuple[SentenceTransformer, PairClassifier | None, MLPHead | None]:
+    """The model stage 2 trains (stage 1's, or the plain encoder for SimCSE), the aux-loss classifier and the
+    training-only MLP head (stage 1's when it has one, else fresh)."""
     if config.method == "simcse":
         model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
-        classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config)) if aux else None
-        return model, classifier
-    if not (stage1_dir / "stage1.json").is_file():
+    elif not (stage1_dir / "stage1.json").is_file():
         raise HardcseError(f"{stage1_dir} has no finished stage 1")
-    model = load_encoder(str(stage1_dir))
-    classifier = None
-    if aux:
-        classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config))
-        classifier.load_state_dict(load_file(str(stage1_dir / CLASSIFIER_WEIGHTS)))
-    return model, classifier
+    else:
+        model = load_encoder(str(stage1_dir))
+    dim = model.get_embedding_dimension()
+    classifier = PairClassifier(dim, _num_labels(config)) if config.stage2.aux_weight > 0 else None
+    head = MLPHead(dim) if config.mlp_head else None
+    if config.method == "diffaug":
+        for module, name in ((classifier, CLASSIFIER_WEIGHTS), (head, HEAD_WEIGHTS)):
+            if module is not None and (stage1_dir / name).is_file():
+                module.load_state_dict(load_file(str(stage1_dir / name)))
+    return model, classifier, head
+
+
+def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, eval_length: int) -> dict:
+    """Set the prefix(es) the trained model encodes with: ``inference_prefix``, or for ``dev`` the best of both /
+    first / second on STS-B dev (at the evaluation length ``eval_length``); returns what was chosen and why."""
+    transformer = prefixed(model)
+    if transformer is None:
+        return {}
+    if config.inference_prefix != "dev":
+        transformer.inference_view = INFERENCE_VIEWS[config.inference_prefix]
+        return {"inference_prefix": config.inference_prefix}
+    from hardcse.data.sts import DEV_TASK, load_sts_task
+    from hardcse.evaluation.sts import STSEvaluator
+
+    evaluator = STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=eval_length)
+    scores = {}
+    for name, view in INFERENCE_VIEWS.items():
+        transformer.inference_view = view
+        scores[name] = next(iter(evaluator(model).values()))
+    best = max(scores, key=scores.__getitem__)
+    transformer.inference_view = INFERENCE_VIEWS[best]
+    log.info("inference prefix on STS-B dev: %s (%s)", best, ", ".join(f"{k} {v:.2f}" for k, v in scores.items()))
+    return {"inference_prefix": best, "inference_prefix_dev": scores}
 
 
 def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: Path) -> TrainOutcome:
     """Joint tuning (or SimCSE); keeps the best checkpoint on STS-B dev in ``out_dir`` with ``training.json``."""
     torch.manual_seed(config.seed)
-    model, classifier = stage2_model(config, stage1_dir)
+    model, classifier, head = stage2_model(config, stage1_dir)
     transformer = prefixed(model)
     if transformer is not None and not config.stage2.train_prefixes:
         for p in transformer.prefixes.parameters():
             p.requires_grad_(False)
+    if not config.stage2.train_encoder:  # the prefix-only ablation: the encoder's own weights stay as they are
+        for p in model[0].model.parameters():
+            p.requires_grad_(False)
     dataset = stage2_dataset(config, data)
     n_contrastive = 3 if config.setting == "sup" else 2
-    loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight)
+    loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight, head)
     log.info("DiffAug stage 2 (%s, %s): %d rows, %s", config.setting, config.method, len(dataset), config.training)
+    eval_length = model.max_seq_length
     return run_training_job(
         model,
         dataset,
@@ -165,13 +212,14 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
         out_dir,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.setting == "sup" else BatchSamplers.BATCH_SAMPLER,
+        before_save=lambda trained: choose_inference_prefix(config, trained, eval_length),
         record={"method": config.method, "setting": config.setting},
     )
 
 
 # The values that shape stage 1's output: a stage 1 reused through ``stage1_from`` must match them.
 STAGE1_FIELDS = (
-    *("encoder", "pooling", "prefixes", "prefix_length", "prefix_hidden_size"),
+    *("encoder", "pooling", "prefixes", "prefix_length", "prefix_hidden_size", "prefix_dropout", "mlp_head"),
     *("nli_files", "nli_fraction", "stage1"),
 )
 STAGE1_TRAINING_FIELDS = ("seed", "max_seq_length")

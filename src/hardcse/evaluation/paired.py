@@ -8,8 +8,9 @@ scores the mean over its members; on each resample its members are drawn with re
 when both groups ran the same seeds (seed s of A beside seed s of B: same data sample and order), independently
 otherwise, so the interval covers the spread between seeds as well as between test pairs. The 2.5th and
 97.5th percentiles of B - A give the 95% interval. Two single models, or two identical groups, resample no
-seeds. Vectorised: ranks of an (R, n) matrix per task (scipy's ``rankdata``, average ranks for ties, as
-``spearmanr`` uses), no loop over resamples. Works from the per-pair cosines hardcse writes into ``eval.json``,
+seeds. Vectorised: a resample is a count per pair, so ranks with ties averaged (as ``spearmanr`` ranks) come
+from one sort per model and task and cumulative counts, and Spearman is a count-weighted correlation of them; no
+loop over resamples and no sort per resample. Works from the per-pair cosines hardcse writes into ``eval.json``,
 so no model is loaded.
 """
 
@@ -19,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 from hardcse.data.sts import SEVEN_TASKS, load_sts_task
 from hardcse.errors import HardcseError
@@ -28,15 +28,33 @@ from hardcse.stats import SEED, Interval
 RESAMPLES = 1000
 
 
-def _centred_ranks(x: np.ndarray) -> np.ndarray:
-    r = rankdata(x, axis=1)
-    return r - r.mean(axis=1, keepdims=True)
+def _resample_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every item's rank within every resample, (n, R): resample r is the multiset in which item k appears
+    ``counts[k, r]`` times; an item's rank there is the number of drawn values below it plus (the number of draws
+    equal to it + 1) / 2, the average rank for ties that ``scipy.stats.rankdata`` gives the resampled vector. One
+    sort per model and task instead of one per resample; items on the first axis, so every gather is of rows."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new_value = np.r_[True, ordered[1:] != ordered[:-1]]
+    per_value = counts[order]  # draws of each distinct value (summed over ties, when there are any)
+    if not new_value.all():
+        per_value = np.add.reduceat(per_value, np.flatnonzero(new_value), axis=0)
+    midrank = np.cumsum(per_value, axis=0) - (per_value - 1) / 2
+    ranks = np.empty(counts.shape)
+    ranks[order] = midrank[np.cumsum(new_value) - 1]
+    return ranks
 
 
-def _spearman_ranked(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
-    """Spearman x 100 of each row pair of centred ranks, both (R, n); NaN where a row has no spread."""
+def _weighted_centred(ranks: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return ranks - (counts * ranks).sum(axis=0) / counts.sum(axis=0)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Spearman x 100 per resample (column) from centred ranks weighted by the draw counts; NaN where a resample
+    has no spread (one pair drawn n times)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 100 * (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+        cov, vx, vy = ((counts * a * b).sum(axis=0) for a, b in ((x, y), (x, x), (y, y)))
+        return 100 * cov / np.sqrt(vx * vy)
 
 
 @dataclass
@@ -64,8 +82,14 @@ class STSBootstrap:
         self.resamples = resamples
         self.seed = seed
         self.gold = {t: np.asarray(gold[t] if gold else load_sts_task(t).scores, dtype=np.float64) for t in tasks}
-        self.index = {t: rng.integers(0, len(self.gold[t]), size=(resamples, len(self.gold[t]))) for t in tasks}
-        self._gold_ranks = {t: _centred_ranks(self.gold[t][self.index[t]]) for t in tasks}
+        self.counts, self._gold_ranks = {}, {}
+        for t in tasks:
+            n = len(self.gold[t])
+            index = rng.integers(0, n, size=(resamples, n))
+            offsets = (np.arange(resamples)[:, None] * n + index).ravel()
+            counts = np.ascontiguousarray(np.bincount(offsets, minlength=resamples * n).reshape(resamples, n).T, float)
+            self.counts[t] = counts
+            self._gold_ranks[t] = _weighted_centred(_resample_ranks(self.gold[t], counts), counts)
         seven = all(t in self.tasks for t in SEVEN_TASKS)
         self.average, self.averaged = ("avg7", list(SEVEN_TASKS)) if seven else ("average", self.tasks)
 
@@ -83,8 +107,13 @@ class STSBootstrap:
             gold = self.gold[task]
             if len(cosines) != len(gold):
                 raise HardcseError(f"{name}: {len(cosines)} cosines for {task}, whose test set has {len(gold)} pairs")
-            estimate[task] = float(_spearman_ranked(_centred_ranks(cosines[None]), _centred_ranks(gold[None]))[0])
-            draws[task] = _spearman_ranked(_centred_ranks(cosines[self.index[task]]), self._gold_ranks[task])
+            ones = np.ones((len(gold), 1))
+            x, y = (_weighted_centred(_resample_ranks(v, ones), ones) for v in (cosines, gold))
+            estimate[task] = float(_spearman(x, y, ones)[0])
+            counts = self.counts[task]
+            draws[task] = _spearman(
+                _weighted_centred(_resample_ranks(cosines, counts), counts), self._gold_ranks[task], counts
+            )
         estimate[self.average] = float(np.mean([estimate[t] for t in self.averaged]))
         draws[self.average] = np.mean([draws[t] for t in self.averaged], axis=0)
         return ModelDraws(estimate, draws)
