@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Each source is a folder with eval.json (a run folder, `hardcse eval --out`), an ART run "
         "folder, or an encoder (evaluated once and cached). Runs whose configs differ only by seed form one "
         "group (mean ± sd). Every other group is compared with the baseline: B - A per task and for avg7 with "
-        "its 95%% paired bootstrap interval.",
+        "its 95% paired bootstrap interval.",
     )
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="run folders, eval folders, encoders")
     p.add_argument(
