@@ -120,7 +120,8 @@ def main() -> None:
                 run(name, seed, out)
     if args.only:
         return
-    from hardcse.evaluation.compare import compare_groups, load_result, write_comparison
+    from hardcse.evaluation.compare import compare_groups, write_comparison
+    from hardcse.evaluation.results import load_result
 
     groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
     groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in args.seeds] for name in SETTINGS}
