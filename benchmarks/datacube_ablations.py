@@ -51,12 +51,12 @@ def run(name: str, seed: int, out: Path) -> Path:
     return run_seeded(BENCH, name, seed, out, command, ["model/training.json", "plan_summary.json"])
 
 
-def settings_table(seeds: list[int]) -> list[str]:
-    """Per setting, means over seeds of the training figures (masked rows and underfitting shares)."""
+def settings_table(recorded: dict[str, list[int]]) -> list[str]:
+    """Per setting, means over its recorded seeds of the training figures (masked rows, underfitting shares)."""
     keys = ["steps", "best_steps", "masked_rows", "underfit_before_%", "underfit_after_%", "tour_similarity", "minutes"]
     lines = ["| setting | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
     for name in SETTINGS:
-        recs = [record_dir(BENCH, name, s) for s in seeds]
+        recs = [record_dir(BENCH, name, s) for s in recorded[name]]
         training = [json.loads((r / "training.json").read_text()) for r in recs]
         plans = [json.loads((r / "plan_summary.json").read_text()) for r in recs]
 
@@ -91,14 +91,22 @@ def main() -> None:
     from hardcse.evaluation.results import load_result
 
     groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
-    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in args.seeds] for name in SETTINGS}
+    # with --skip-runs a table can be built before every seed has run: a group has the seeds recorded so far
+    recorded = {name: [s for s in args.seeds if record_dir(BENCH, name, s).is_dir()] for name in SETTINGS}
+    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in recorded[name]] for name in SETTINGS}
+    missing = [f"{name} seed {s}" for name in SETTINGS for s in args.seeds if s not in recorded[name]]
     command = f"python benchmarks/datacube_ablations.py --seeds {' '.join(map(str, args.seeds))}"
     comparison = write_comparison(
         compare_groups(groups, PAIRS),
         RESULTS / "datacube_ablations",
         title="Data-CUBE ablations on the bundled encoder (2-core CPU)",
         command=command,
-        extra=["Per setting (best step and masked rows per seed):", "", *settings_table(args.seeds)],
+        extra=[
+            *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
+            "Per setting (best step and masked rows per seed; minutes are wall-clock, other jobs shared the machine):",
+            "",
+            *settings_table(recorded),
+        ],
     )
     print(comparison)
 
