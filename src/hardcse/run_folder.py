@@ -183,6 +183,12 @@ class RunFolder:
         self._save_manifest()
 
 
+def round_dirs(run_dir: Path) -> list[Path]:
+    """An ART run folder's ``round_0``, ``round_1``, ... in order (those that exist)."""
+    rounds = (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit())
+    return sorted(rounds, key=lambda p: int(p.name[6:]))
+
+
 def check_output_folder(path: Path) -> None:
     """``--out`` can be a folder: it is one or can be made (no file in the way, a writable parent)."""
     existing = next(p for p in (path, *path.parents) if p.exists())

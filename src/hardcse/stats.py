@@ -36,6 +36,10 @@ class Interval:
             "n": self.n,
         }
 
+    def signed(self, digits: int = 2) -> str:
+        """'+0.40 [-0.10, +0.90]': a difference with its interval, signs shown."""
+        return f"{self.estimate:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+
     def __str__(self) -> str:
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
 

@@ -23,18 +23,11 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
+from hardcse.run_folder import round_dirs  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
-def round_dirs(run_dir: Path) -> list[Path]:
-    """``round_0``, ``round_1``, ... in order (those that exist)."""
-    rounds = sorted(
-        (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
-    )
-    return rounds
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -330,21 +323,22 @@ def pooled_measures(measures: list[dict]) -> dict:
 
 
 def _final_eval(run_dir: Path) -> dict:
-    rows = round_dirs(run_dir)
-    evaluated = [d for d in rows if (d / "eval.json").is_file()]
-    if not evaluated:
+    from hardcse.evaluation.results import last_round_eval
+
+    record = last_round_eval(run_dir)
+    if record is None:
         raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
-    return _read_json(evaluated[-1] / "eval.json")
+    return record
 
 
 def _interval_cell(a: dict, b: dict, names: tuple[str, str]) -> str:
     """B - A in avg7 with its paired bootstrap interval; marked * when the interval excludes zero."""
+    from hardcse.evaluation.compare import interval_cell
     from hardcse.evaluation.paired import paired_sts_bootstrap
 
     if a.get("avg7") is None or b.get("avg7") is None:
         return "-"
-    d = paired_sts_bootstrap(a, b, names=names)["avg7"]
-    return f"{d.estimate:+.2f} [{d.low:+.2f}, {d.high:+.2f}]" + (" *" if d.excludes_zero() else "")
+    return interval_cell(paired_sts_bootstrap(a, b, names=names)["avg7"])
 
 
 def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None) -> str:

@@ -81,7 +81,7 @@ def compare_groups(
 
 def verdict(interval: Interval, digits: int = 2) -> str:
     """'higher by X [low, high]', 'lower by ...' or 'no detectable difference (X [low, high])'."""
-    text = f"{interval.estimate:+.{digits}f} [{interval.low:+.{digits}f}, {interval.high:+.{digits}f}]"
+    text = interval.signed(digits)
     if not interval.excludes_zero():
         return f"no detectable difference ({text})"
     return f"{'higher' if interval.estimate > 0 else 'lower'} by {abs(interval.estimate):.{digits}f} ({text})"
@@ -94,11 +94,11 @@ def _cell(summary: tuple[float, float, int] | None) -> str:
     return f"{mean:.2f} ± {sd:.2f}" if n > 1 else f"{mean:.2f}"
 
 
-def _interval_cell(interval: Interval | None) -> str:
+def interval_cell(interval: Interval | None) -> str:
+    """A table cell: the difference with its interval, * when the interval excludes zero."""
     if interval is None:
         return ""
-    star = " *" if interval.excludes_zero() else ""
-    return f"{interval.estimate:+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]{star}"
+    return interval.signed() + (" *" if interval.excludes_zero() else "")
 
 
 def comparison_markdown(c: Comparison) -> str:
@@ -113,7 +113,7 @@ def comparison_markdown(c: Comparison) -> str:
     columns = [col for col in c.columns if any(col in d for d in c.differences.values())]
     lines += ["", "| B - A | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for (a, b), diff in c.differences.items():
-        lines.append(f"| {b} − {a} | " + " | ".join(_interval_cell(diff.get(col)) for col in columns) + " |")
+        lines.append(f"| {b} − {a} | " + " | ".join(interval_cell(diff.get(col)) for col in columns) + " |")
     lines += [
         "",
         f"B − A: difference of the group means with its 95% paired bootstrap interval ({c.resamples:,} resamples of "

@@ -22,6 +22,7 @@ import yaml
 
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
+from hardcse.run_folder import round_dirs
 
 EVAL_FILES = ("eval.json", "eval.json.gz")
 
@@ -67,11 +68,13 @@ def _read_record(folder: Path) -> dict | None:
         return json.loads((folder / "eval.json").read_text(encoding="utf-8"))
     if (folder / "eval.json.gz").is_file():
         return json.loads(gzip.decompress((folder / "eval.json.gz").read_bytes()))
-    rounds = sorted(
-        (p for p in folder.glob("round_*/eval.json") if p.parent.name[6:].isdigit()),
-        key=lambda p: int(p.parent.name[6:]),
-    )
-    return json.loads(rounds[-1].read_text(encoding="utf-8")) if rounds else None
+    return last_round_eval(folder)
+
+
+def last_round_eval(run_dir: Path) -> dict | None:
+    """An ART run folder's last evaluated ``round_*/eval.json``, or None."""
+    evaluated = [d / "eval.json" for d in round_dirs(run_dir) if (d / "eval.json").is_file()]
+    return json.loads(evaluated[-1].read_text(encoding="utf-8")) if evaluated else None
 
 
 def model_fingerprint(model_dir: Path) -> str:
