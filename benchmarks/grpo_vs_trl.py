@@ -35,7 +35,7 @@ def main() -> None:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
     from art_speed import random_discriminator
@@ -48,6 +48,7 @@ def main() -> None:
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
     from hardcse.resources import resolve_model
+    from hardcse.training import StepTimer
 
     steps = args.steps + 1
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
@@ -84,15 +85,7 @@ def main() -> None:
             scores, _stats = art_reward_fn(reward, list(anchor), list(kind))(list(completions), [False] * len(anchor))
             return [float(s) for s in scores]
 
-        times: list[float] = []
-
-        class StepTimer(TrainerCallback):
-            def on_step_begin(self, *a, **k):
-                self.start = time.perf_counter()
-
-            def on_step_end(self, *a, **k):
-                times.append(time.perf_counter() - self.start)
-
+        timer = StepTimer()  # hardcse's training job times its steps the same way
         generation = config.generator
         trl_config = GRPOConfig(
             output_dir=str(tmp / "trl"),
@@ -124,10 +117,10 @@ def main() -> None:
             train_dataset=dataset,
             processing_class=tokenizer,
             peft_config=lora,
-            callbacks=[StepTimer()],
+            callbacks=[timer],
         )
         trainer.train()
-        trl = times[1:]
+        trl = timer.seconds[1:]
 
     import trl as trl_module
 
