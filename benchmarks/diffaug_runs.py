@@ -2,7 +2,8 @@
 
     python benchmarks/diffaug_runs.py [--seeds 1 2 3] [--out runs/diffaug] [--only NAME ...] [--skip-runs]
 
-For each seed S and each setting NAME (configs/diffaug-NAME.yaml), in this order:
+For each tier of TIERS (fair baselines, then ablations, then label-scarce), each seed S and each setting NAME of
+the tier (configs/diffaug-NAME.yaml), in this order, so that a cut-off benchmark has whole tiers over every seed:
     hardcse diffaug train --config configs/diffaug-NAME.yaml --out OUT/NAME/seed-S training.seed=S
 A setting whose stage-1 values equal diffaug-semi's starts from a copy of OUT/semi/seed-S/stage1
 (`stage1_from=...`): the same prefixes for semi, semi-aux, sup and the fixed-prefix and prefix-only ablations.
@@ -28,11 +29,12 @@ from hardcse.diffaug.train import STAGE1_FIELDS
 from seeded import DEFAULT_SEEDS, RESULTS, record_dir, run_seeded
 
 BENCH = "diffaug"
-SETTINGS = [
-    *("semi", "semi-aux", "semi-joint", "sup", "sup-simcse"),
-    *("ablation-same-prefix", "ablation-fixed-prefixes", "ablation-prefix-only"),
-    *("sup-10pct", "sup-simcse-10pct", "sup-1pct", "sup-simcse-1pct"),
+TIERS = [
+    ["semi", "semi-aux", "semi-joint", "sup", "sup-simcse"],
+    ["ablation-same-prefix", "ablation-fixed-prefixes", "ablation-prefix-only"],
+    ["sup-10pct", "sup-simcse-10pct", "sup-1pct", "sup-simcse-1pct"],
 ]
+SETTINGS = [name for tier in TIERS for name in tier]
 # (baseline, method): B - A is reported
 PAIRS = [
     ("semi-joint", "semi"),
@@ -74,10 +76,10 @@ def _read(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def timing_lines(seeds: list[int]) -> list[str]:
-    """Per setting, steps and seconds per step (means over seeds), then the DiffAug / SimCSE time ratios."""
+def timing_lines(recorded: dict[str, list[int]]) -> list[str]:
+    """Per recorded setting, steps and seconds per step (means over its seeds), then the DiffAug / SimCSE ratios."""
     rows = {}
-    for name in SETTINGS:
+    for name, seeds in recorded.items():
         recs = [record_dir(BENCH, name, s) for s in seeds]
         training = [_read(r / "training.json") for r in recs]
         stage1 = [_read(r / "stage1.json") for r in recs]
@@ -97,10 +99,12 @@ def timing_lines(seeds: list[int]) -> list[str]:
         cells = [f"{v:.2f}" if isinstance(v, float) else ("" if v is None else str(v)) for v in row.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "| setting | stage-2 step ratio | whole training ratio (stage 1 + stage 2) |", "|---|---:|---:|"]
-    semi_stage1 = rows["semi"]["stage1_steps"] * rows["semi"]["stage1_s_per_step"]
     for method, baseline in TIME_PAIRS.items():
+        if not {"semi", method, baseline} <= rows.keys():
+            continue
         d, b = rows[method], rows[baseline]
-        total_d = semi_stage1 + d["stage2_steps"] * d["stage2_s_per_step"]
+        total_d = rows["semi"]["stage1_steps"] * rows["semi"]["stage1_s_per_step"]
+        total_d += d["stage2_steps"] * d["stage2_s_per_step"]
         step_ratio = d["stage2_s_per_step"] / b["stage2_s_per_step"]
         lines.append(f"| {method} | {step_ratio:.2f} | {total_d / (b['stage2_steps'] * b['stage2_s_per_step']):.2f} |")
     return lines
@@ -115,29 +119,35 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     if not args.skip_runs:
-        for seed in args.seeds:
-            for name in args.only or SETTINGS:
-                run(name, seed, out)
+        for tier in [args.only] if args.only else TIERS:
+            for seed in args.seeds:
+                for name in tier:
+                    run(name, seed, out)
     if args.only:
         return
     from hardcse.evaluation.compare import compare_groups, write_comparison
     from hardcse.evaluation.results import load_result
 
     groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
-    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in args.seeds] for name in SETTINGS}
+    # a table can be built before every run has landed: a group has the seeds recorded so far, a pair needs both
+    recorded = {name: [s for s in args.seeds if record_dir(BENCH, name, s).is_dir()] for name in SETTINGS}
+    recorded = {name: seeds for name, seeds in recorded.items() if seeds}
+    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in seeds] for name, seeds in recorded.items()}
+    missing = [f"{name} seed {s}" for name in SETTINGS for s in args.seeds if s not in recorded.get(name, [])]
     diagnostics = out / "semi" / f"seed-{args.seeds[0]}" / "stage1"
     if (diagnostics / "diagnostics.png").is_file():
         for suffix in ("png", "jsonl"):
             shutil.copyfile(diagnostics / f"diagnostics.{suffix}", RESULTS / BENCH / f"stage1_diagnostics.{suffix}")
     markdown = write_comparison(
-        compare_groups(groups, PAIRS),
+        compare_groups(groups, [(a, b) for a, b in PAIRS if {a, b} <= recorded.keys()]),
         RESULTS / "diffaug",
         title="DiffAug on the bundled encoder (2-core CPU)",
         command=f"python benchmarks/diffaug_runs.py --seeds {' '.join(map(str, args.seeds))}",
         extra=[
+            *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
             "Training (means over seeds; best step per seed; stage-1 seconds where the setting trains its own):",
             "",
-            *timing_lines(args.seeds),
+            *timing_lines(recorded),
             "",
             "Stage-1 curves (seed 1): `diffaug/stage1_diagnostics.png` (data: `diffaug/stage1_diagnostics.jsonl`).",
         ],
