@@ -83,3 +83,28 @@ def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir,
     measures = judge_records(records, NLIDiscriminator.load(str(tiny_nli_dir)))
     assert measures["anchors"] == 5 and 0 <= measures["positive_parse_failure_rate"] <= 1
     assert "| tiny |" in judge_table_markdown({"tiny": measures})
+
+
+def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
+    from hardcse.art.config import GeneratorConfig
+
+    anchors = [f"the {s} {v} very {w}" for s in ("cat", "dog") for v in ("runs", "sleeps") for w in ("good", "bad")]
+    anchors += ["a cat runs", "a dog sleeps"]
+    reward = DualReward(
+        NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward
+    )
+
+    def written(batch_size: int, rows: list[str], seed: int = 7) -> dict[str, tuple]:
+        generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=batch_size, seed=seed)
+        out = tmp_path / f"b{batch_size}-s{seed}-{rows[0].replace(' ', '_')}"
+        synthesize(str(tiny_lm_dir), rows, generation, reward, FilterConfig(0.0, 0.0), out)
+        return {r["anchor"]: (r["positive_raw"], r["negative_raw"]) for r in read_jsonl(out / "synthetic.jsonl")}
+
+    # generator.batch_size counts responses: a positive and a negative per anchor, so 1, 3 and 8 anchors a batch
+    one = written(2, anchors)
+    assert written(6, anchors) == one
+    assert written(16, anchors) == one
+    assert written(16, anchors[::-1]) == one  # another order and other batch neighbours
+    assert written(16, anchors[3:6]) == {a: one[a] for a in anchors[3:6]}  # a shard of the anchors
+    assert any(p != n for p, n in one.values())  # positive and negative draw from different streams
+    assert written(16, anchors, seed=8) != one  # and the seed matters

@@ -1,7 +1,8 @@
 """ART's synthesis (``hardcse art generate``): a positive and a negative per anchor, scored, NLI-filtered.
 
 Every generation is kept in ``synthetic.jsonl`` with its parse status and reward parts; the triplets that pass
-the filter go to ``triplets.csv`` (SimCSE format).
+the filter go to ``triplets.csv`` (SimCSE format). An anchor's texts depend only on the generator, the seed and
+the anchor (a random stream per anchor and kind), not on ``generator.batch_size`` or the anchors beside it.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import Parsed, parse_response
 from hardcse.art.generator.prompts import render_prompts
-from hardcse.art.generator.sampling import sample
+from hardcse.art.generator.sampling import row_seed, sample
 from hardcse.art.mining import mine_negatives
 from hardcse.art.reward import DualReward, RewardParts
 from hardcse.atomic import write_text_atomic
@@ -80,7 +80,6 @@ def synthesize(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_generator(generator_source, generation)
-    torch.manual_seed(generation.seed)
     written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
     tokens = 0
     start = time.perf_counter()
@@ -94,7 +93,9 @@ def synthesize(
         kinds = [kind for kind in written_kinds for _ in batch]
         pair_anchors = batch * len(written_kinds)
         prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
-        samples = sample(model, tokenizer, prompts, generation, groups=kinds)
+        # each (anchor, kind) draws from its own stream: the text does not depend on the batching (module doc)
+        seeds = [row_seed(generation.seed, kind, anchor) for kind, anchor in zip(kinds, pair_anchors, strict=True)]
+        samples = sample(model, tokenizer, prompts, generation, groups=kinds, row_seeds=seeds)
         tokens += int(samples.response_mask.sum())
         parsed = [
             parse_response(t, a, truncated=c)

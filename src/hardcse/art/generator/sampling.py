@@ -6,10 +6,16 @@ batch (and its cache) as soon as it has written its end-of-sequence token, so a 
 write, not what its longest row writes. Sampling is softmax(logits / temperature) with optional top-k and
 top-p (transformers' logits warpers). Log-probs for RL are not taken here: the trainer recomputes them with
 the same forward it trains with, so the PPO ratio is exactly 1 before the first update.
+
+Random streams: by default the draws come from torch's global generator (RL: a step's rollouts). With
+``row_seeds`` each row draws its t-th token from its own stream (``row_seed``: the run seed and the row's key,
+e.g. the anchor), so a row's text does not depend on which rows share its batch, their order, the batch size or
+the process that wrote it: synthesis can be batched and sharded freely.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -61,7 +67,19 @@ def decoder_and_head(model: PreTrainedModel) -> tuple[torch.nn.Module, torch.nn.
     return base.get_decoder(), base.get_output_embeddings()
 
 
-def _draw(logits: torch.Tensor, config: GeneratorConfig) -> torch.Tensor:
+def row_seed(seed: int, *key: str) -> int:
+    """A row's stream seed from the run seed and its key: the same on every machine, process and Python run."""
+    digest = hashlib.sha256("\0".join([str(seed), *key]).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # torch seeds are below 2**63
+
+
+def _row_uniforms(row_seeds: Sequence[int], steps: int) -> torch.Tensor:
+    """(rows, steps) uniforms in [0, 1): row i's from its own generator."""
+    return torch.stack([torch.rand(steps, generator=torch.Generator().manual_seed(s)) for s in row_seeds])
+
+
+def _draw(logits: torch.Tensor, config: GeneratorConfig, u: torch.Tensor | None = None) -> torch.Tensor:
+    """A token per row; ``u`` ((rows,) uniforms) or torch's global generator."""
     scores = logits / config.sampling_temperature
     if config.top_k:
         scores = TopKLogitsWarper(config.top_k)(None, scores)
@@ -69,7 +87,7 @@ def _draw(logits: torch.Tensor, config: GeneratorConfig) -> torch.Tensor:
         scores = TopPLogitsWarper(config.top_p)(None, scores)
     # inverse-CDF draw: the distribution of torch.multinomial at a thirtieth of its cost on a 49k vocabulary
     cdf = scores.softmax(-1).cumsum(-1)
-    u = torch.rand(cdf.shape[0], 1) * cdf[:, -1:]
+    u = (torch.rand(cdf.shape[0]) if u is None else u).to(cdf.device).unsqueeze(1) * cdf[:, -1:]
     return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
 
 
@@ -80,18 +98,27 @@ def sample(
     prompts: Sequence[str],
     config: GeneratorConfig,
     groups: Sequence[Hashable] | None = None,
+    row_seeds: Sequence[int] | None = None,
 ) -> Samples:
-    """Sample one response per prompt. ``groups``: prompts with the same key share a prefix (default: all)."""
+    """Sample one response per prompt. ``groups``: prompts with the same key share a prefix (default: all);
+    ``row_seeds``: a random stream per prompt (:func:`row_seed`; default: torch's global generator)."""
+    if row_seeds is not None and len(row_seeds) != len(prompts):
+        raise ValueError(f"{len(row_seeds)} row seeds for {len(prompts)} prompts")
     was_training = model.training
     model.eval()  # no dropout: the trainer's forwards run in eval mode too
     try:
-        return _sample(model, tokenizer, encode_prompts(tokenizer, prompts, groups), config)
+        uniforms = None if row_seeds is None else _row_uniforms(row_seeds, config.max_new_tokens)
+        return _sample(model, tokenizer, encode_prompts(tokenizer, prompts, groups), config, uniforms)
     finally:
         model.train(was_training)
 
 
 def _sample(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, batch: PromptBatch, config: GeneratorConfig
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    batch: PromptBatch,
+    config: GeneratorConfig,
+    uniforms: torch.Tensor | None,
 ) -> Samples:
     decoder, head = decoder_and_head(model)
     eos = torch.tensor(eos_token_ids(model, tokenizer))
@@ -111,7 +138,7 @@ def _sample(
             past_key_values=cache,
             use_cache=True,
         ).last_hidden_state[:, -1]
-        token = _draw(head(hidden).float(), config)
+        token = _draw(head(hidden).float(), config, None if uniforms is None else uniforms[alive, t])
         written[alive, t] = token
         length = t + 1
         stop = torch.isin(token, eos)
