@@ -59,8 +59,10 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, ba
     result: dict = {"torch_threads": torch.get_num_threads()}
     if new_api:
         from hardcse.art.generator.model import generator_dtype
+        from hardcse.devices import resolve_device
 
-        result["generator_dtype"] = str(generator_dtype(config.generator.dtype)).removeprefix("torch.")
+        dtype = generator_dtype(config.generator.dtype, resolve_device(config.generator.device))
+        result["generator_dtype"] = str(dtype).removeprefix("torch.")
     if algorithm == "ppo":  # synthesis does not depend on the RL algorithm: measured once per side
         reward = DualReward(discriminator, load_encoder(config.encoder), config.reward)
         texts = split_anchors(config.anchors).held_out[:anchors]

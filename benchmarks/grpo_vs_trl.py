@@ -45,6 +45,7 @@ def main() -> None:
     from hardcse.art.reward import DualReward
     from hardcse.art.tuning import art_reward_fn, step_prompts, tune_generator
     from hardcse.config import load_config
+    from hardcse.devices import resolve_device
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
     from hardcse.resources import resolve_model
@@ -54,7 +55,7 @@ def main() -> None:
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
     overrides += [f"rl.steps={steps}", f"rl.save_every={steps}", "rl.learning_rate=5e-4", "rl.grpo_beta=0.04"]
     config = load_config(ArtRunConfig, "configs/quickstart.yaml", overrides)
-    dtype = generator_dtype(config.generator.dtype)
+    dtype = generator_dtype(config.generator.dtype, resolve_device(config.generator.device))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         random_discriminator(tmp / "nli")

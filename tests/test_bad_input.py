@@ -91,6 +91,12 @@ CASES = {
     "override empty key": ([*ART, "=3"], "write key=value"),
     "override into a value": ([*ART, "rounds.x=1"], "rounds is not a block of keys"),
     "override bad choice": ([*DATACUBE, "task_order=greedy"], "'greedy' is not one of"),
+    "override bad device": ([*ART, "generator.device=gpu"], "generator.device: 'gpu': give auto, cpu, cuda or cuda:N"),
+    "device absent": ([*SIMCSE, "training.device=cuda:99"], "training.device: cuda:99: "),  # no GPU, or not 100
+    "nested device absent": (
+        [*ART, "encoder_training.training.device=cuda:99"],
+        "encoder_training.training.device: cuda:99",
+    ),
     # config files
     "config missing": ([*ART[:3], "{tmp}/nope.yaml", *ART[4:]], "no such config file; the shipped configs are"),
     "config is a folder": ([*ART[:3], "{tmp}/empty_dir", *ART[4:]], "a config must be a YAML file, not a folder"),

@@ -79,7 +79,7 @@ def test_response_mask_stops_after_the_first_eos():
 
 def p_good_first(model, tokenizer) -> float:
     with torch.no_grad():
-        ids = tokenizer(["the cat"], return_tensors="pt")["input_ids"]
+        ids = tokenizer(["the cat"], return_tensors="pt")["input_ids"].to(model.device)
         return float(model(ids).logits[0, -1].float().softmax(-1)[tokenizer.convert_tokens_to_ids("good")])
 
 

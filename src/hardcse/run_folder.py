@@ -12,6 +12,7 @@ which empties it first (no stale file of the old run stays behind).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -30,7 +31,8 @@ from typing import Any
 import yaml
 
 from hardcse.atomic import write_json_atomic
-from hardcse.config import config_to_dict, save_config
+from hardcse.config import config_to_dict, load_config, save_config
+from hardcse.devices import check_config_devices
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
 
@@ -61,11 +63,16 @@ class RunFolder:
         if self.resume and self.overwrite:
             raise HardcseError("--resume and --overwrite contradict each other: choose one")
         check_output_folder(self.dir)
+        if dataclasses.is_dataclass(self.config):
+            check_config_devices(self.config)
         saved = self.dir / "config.yaml"
         if self.resume:
             if not saved.is_file():
                 raise HardcseError(f"{self.dir} has no config.yaml: nothing to resume; drop --resume to start it")
-            before = yaml.safe_load(saved.read_text(encoding="utf-8"))
+            if dataclasses.is_dataclass(self.config):  # keys added since the run began count at their defaults
+                before = json.loads(json.dumps(config_to_dict(load_config(type(self.config), saved))))
+            else:
+                before = yaml.safe_load(saved.read_text(encoding="utf-8"))
             now = json.loads(json.dumps(config_to_dict(self.config)))
             changed = differences(before, now)
             if changed:

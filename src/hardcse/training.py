@@ -27,6 +27,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
+from hardcse.devices import check_device, resolve_device
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
@@ -45,12 +46,16 @@ class TrainingSettings(Checked):
     max_seq_length: int = 32  # training length (SimCSE's 32); evaluation and the saved model use the model's own
     eval_steps: int = 50  # the dev metric every N steps and at the last step; the best checkpoint is kept
     seed: int = 42
+    # auto | cpu | cuda | cuda:N (hardcse/devices.py); under `accelerate launch` / `torchrun` keep auto: each
+    # process trains on its own GPU
+    device: str = "auto"
 
     def check(self) -> None:
         for key in ("batch_size", "learning_rate", "max_seq_length", "eval_steps"):
             check_positive(key, getattr(self, key))
         check_nonnegative("epochs", self.epochs)
         check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0)
+        check_device("device", self.device)
         if self.max_steps == 0 or self.max_steps < -1:
             raise ConfigValueError("max_steps", f"{self.max_steps}: give a number of steps > 0, or -1 to use epochs")
         if self.max_steps == -1 and self.epochs <= 0:
@@ -145,6 +150,7 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "data_seed": settings.seed,
         "report_to": "none",
         "dataloader_pin_memory": False,
+        "use_cpu": settings.device == "cpu",
     }
     if metric is None:
         return common | {"save_strategy": "no", "eval_strategy": "no"}
@@ -208,6 +214,13 @@ def run_training_job(
     extra = dict(extra_arguments or {})
     if batch_sampler is not None:
         extra["batch_sampler"] = batch_sampler
+    device = resolve_device(settings.device, "training.device")
+    if settings.device != "auto":  # auto: the trainer's own choice (accelerate's device of this process)
+        if device.type == "cuda":
+            import torch
+
+            torch.cuda.set_device(device)  # the trainer trains on the current CUDA device
+        model.to(device)
     args = arguments_cls(**trainer_arguments(checkpoints, settings, metric), **extra)
     timer = StepTimer()
     trainer = trainer_cls(

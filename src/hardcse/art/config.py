@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.sts import ALL_TASKS
+from hardcse.devices import check_device
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
@@ -48,10 +49,11 @@ class GeneratorConfig(Checked):
     top_k: int = 0  # 0: no top-k truncation
     top_p: float = 1.0
     batch_size: int = 16  # generation batch for synthesis
-    # The LM's weights: "auto" = bfloat16 where the processor computes it natively (a CUDA GPU with bf16, a
+    # The LM's weights: "auto" = bfloat16 where the device computes it natively (a CUDA GPU with bf16, a
     # CPU with AVX512-BF16 or AMX: 1.5-2.2x faster here, see benchmarks/results/art_speed.md), else float32.
     # LoRA weights stay float32 (PEFT casts the adapter up). float32 reproduces runs made before this option.
     dtype: str = "auto"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (hardcse/devices.py): tuning and synthesis run there
     seed: int = 42
 
     def check(self) -> None:
@@ -67,6 +69,7 @@ class GeneratorConfig(Checked):
         check_range("top_p", self.top_p, 0.0, 1.0)
         check_nonnegative("top_k", self.top_k)
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        check_device("device", self.device)
 
 
 @dataclass
@@ -212,6 +215,12 @@ class TuneConfig(Checked):
     rl: RLConfig = field(default_factory=RLConfig)
     anchors: AnchorConfig = field(default_factory=AnchorConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse art generate`
+    # Where the discriminator, the judge and the encoder run when they score (reward, filter, mining, judge):
+    # auto | cpu | cuda | cuda:N (hardcse/devices.py). The generator has generator.device, training training.device.
+    device: str = "auto"
+
+    def check(self) -> None:
+        check_device("device", self.device)
 
 
 @dataclass
@@ -253,6 +262,7 @@ class ArtRunConfig(TuneConfig):
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)
 
     def check(self) -> None:
+        super().check()
         check_positive("rounds", self.rounds)
         check_positive("synthesis_anchors", self.synthesis_anchors)
         check_positive("synthesis_temperature", self.synthesis_temperature, allow_none=True)

@@ -124,6 +124,8 @@ def held_out_comparison(
     for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
         synthesize(source, anchors, generation, reward, config.filter, work_dir / side)
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
-    judge = NLIDiscriminator.load(config.judge) if config.judge else None
-    result = compare(records["raw"], records["tuned"], judge, load_encoder(config.encoder, config.pooling))
+    judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
+    result = compare(
+        records["raw"], records["tuned"], judge, load_encoder(config.encoder, config.pooling, device=config.device)
+    )
     return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}

@@ -98,8 +98,8 @@ class PolicyTrainer:
         # a 3-d one makes torch broadcast-copy the head's weight once per row
         valid = samples.response_mask.bool()
         logp_all = (head(hidden[valid]).float() / self.generation.sampling_temperature).log_softmax(-1)
-        logprobs = torch.zeros(valid.shape, dtype=logp_all.dtype)
-        entropy = torch.zeros(valid.shape, dtype=logp_all.dtype)
+        logprobs = torch.zeros(valid.shape, dtype=logp_all.dtype, device=logp_all.device)
+        entropy = torch.zeros(valid.shape, dtype=logp_all.dtype, device=logp_all.device)
         logprobs[valid] = torch.gather(logp_all, 1, samples.response_ids[valid].unsqueeze(-1)).squeeze(-1)
         entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
@@ -127,7 +127,8 @@ class PolicyTrainer:
             units = torch.randperm(n // unit, generator=generator)
             return (units.unsqueeze(1) * unit + torch.arange(unit)).flatten()
 
-        return [list(shuffled_rows().split(self.config.minibatch_size)) for _ in range(self.config.epochs)]
+        device = self.model.device  # drawn on the CPU (the seeded generator), used where the rollout lives
+        return [list(shuffled_rows().to(device).split(self.config.minibatch_size)) for _ in range(self.config.epochs)]
 
     def sample(self, prompts: Sequence[str], groups: Sequence[Hashable]) -> Samples:
         return sample(self.model, self.tokenizer, prompts, self.generation, groups=groups)
@@ -162,7 +163,7 @@ class PolicyTrainer:
 
         old_logprobs, old_values = self.timed(timings, "policy_forward", old_policy)
         ref_logprobs = self.timed(timings, "reference", lambda: self.reference_logprobs(samples))
-        scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32))
+        scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32), device=samples.response_mask.device)
         rollout = Rollout(samples, scores_t, old_logprobs, old_values, ref_logprobs, minibatches)
         rollout.first_outputs = first["outputs"]
         return rollout, reward_stats, timings
@@ -265,7 +266,8 @@ class PolicyTrainer:
     def load_state(self, path: str | Path) -> None:
         """Restore what :meth:`save` wrote: optimizer, step count and the algorithm's own state."""
         path = Path(path)
-        state = torch.load(path / f"{self.STATE_FILE}.pt", weights_only=True)
+        # on the CPU: the optimizer and the value head copy the tensors to their parameters' device
+        state = torch.load(path / f"{self.STATE_FILE}.pt", weights_only=True, map_location="cpu")
         self.optimizer.load_state_dict(state["optimizer"])
         meta = json.loads((path / f"{self.STATE_FILE}.json").read_text())
         self.step_count = meta["step"]

@@ -44,7 +44,7 @@ def gae(
     delta_t = r_t + gamma * V_{t+1} - V_t;  A_t = delta_t + gamma * lam * A_{t+1}
     """
     advantages = torch.zeros_like(rewards)
-    next_value = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
+    next_value = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
     next_advantage = torch.zeros_like(next_value)
     for t in reversed(range(rewards.shape[1])):
         m = mask[:, t]
@@ -102,6 +102,7 @@ class PPOTrainer(PolicyTrainer):
         self.value_head = nn.Linear(hidden, 1)
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
+        self.value_head.to(model.device)
         super().__init__(model, tokenizer, generation, config, list(self.value_head.parameters()))
         self.kl = AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
 

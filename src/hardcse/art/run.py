@@ -120,7 +120,7 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     else:
         discriminator_source = config.discriminator
     tasks = list(dict.fromkeys([*config.eval_tasks, DEV_TASK]))  # STS-B dev always: rounds select on it
-    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source), tasks)
+    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks)
 
     folder.stage(
         "round_0.eval",
@@ -169,7 +169,9 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     def run_synthesis(_: Path) -> None:
         from hardcse.art.reward import DualReward
 
-        reward = DualReward(run.discriminator, load_encoder(encoder_source, pooling), config.reward)
+        reward = DualReward(
+            run.discriminator, load_encoder(encoder_source, pooling, device=config.device), config.reward
+        )
         generation = config.generator
         if config.synthesis_temperature is not None:
             generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
@@ -219,7 +221,7 @@ def _compare_on_held_out(
     from hardcse.art.heldout import held_out_comparison
 
     config = run.config
-    reward_encoder = load_encoder(encoder_source, pooling)
+    reward_encoder = load_encoder(encoder_source, pooling, device=config.device)
     result = held_out_comparison(
         config, run.discriminator, reward_encoder, tuned_generator, round_dir / "heldout", config.heldout_anchors
     )
@@ -284,10 +286,13 @@ def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[st
 def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
     """Tables 4-6 measures of the round's synthetic data. Cosines come from the run's starting encoder, so that
     rounds are compared by one fixed judge of difficulty (the paper uses one fixed encoder for Table 5)."""
-    judge = NLIDiscriminator.load(config.judge) if config.judge else None
+    judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     records = read_jsonl(round_dir / "synthetic.jsonl")
     result = judge_records(
-        records, judge, config.examples_per_round, cosine_encoder=load_encoder(config.encoder, config.pooling)
+        records,
+        judge,
+        config.examples_per_round,
+        cosine_encoder=load_encoder(config.encoder, config.pooling, device=config.device),
     )
     result["judge"] = config.judge
     write_json_atomic(out, result)

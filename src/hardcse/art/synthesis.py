@@ -192,7 +192,8 @@ def synthesis_run(
         run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
 
         def build(_: Path) -> None:
-            reward = DualReward(load_discriminator(config.discriminator), load_encoder(config.encoder), config.reward)
+            discriminator = load_discriminator(config.discriminator, config.device)
+            reward = DualReward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
             synthesize(source, texts, config.generator, reward, config.filter, run.dir)
 
         done = run.stage("synthesis", "synthesis.json", build, in_place=True)

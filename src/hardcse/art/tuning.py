@@ -92,8 +92,10 @@ def tune_generator(
 
     if train_anchors is None:
         train_anchors = split_anchors(config.anchors).train
-    discriminator = discriminator or load_discriminator(config.discriminator)
-    reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
+    discriminator = discriminator or load_discriminator(config.discriminator, config.device)
+    reward = DualReward(
+        discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward
+    )
     recover_dir(checkpoint)  # a kill while the checkpoint was being replaced leaves a complete one in place
     resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model

@@ -17,6 +17,7 @@ import torch
 from sentence_transformers.cross_encoder import CrossEncoder
 
 from hardcse.data.nli import EVAL_FILES, LABELS, read_nli_files
+from hardcse.devices import resolve_device
 from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
@@ -42,10 +43,14 @@ class NLIDiscriminator:
         return [by_name[label] for label in LABELS]
 
     @classmethod
-    def load(cls, source: str, max_length: int | None = None) -> NLIDiscriminator:
+    def load(
+        cls, source: str, max_length: int | None = None, device: str = "auto", device_key: str = "device"
+    ) -> NLIDiscriminator:
+        """``device``: auto | cpu | cuda | cuda:N (:mod:`hardcse.devices`; ``device_key`` names it in errors)."""
         path = resolve_model(source)
+        where = str(resolve_device(device, device_key))
         with loading(f"NLI model {source}"):
-            model = CrossEncoder(str(path), local_files_only=True, max_length=max_length)
+            model = CrossEncoder(str(path), local_files_only=True, max_length=max_length, device=where)
         return cls(model)
 
     def predict_proba(
@@ -72,7 +77,7 @@ class NLIDiscriminator:
         self.model.save_pretrained(str(path))
 
 
-def load_discriminator(source: str) -> NLIDiscriminator:
+def load_discriminator(source: str, device: str = "auto") -> NLIDiscriminator:
     """The discriminator at ``source``, with an error that says how to make one when there is none."""
     try:
         resolve_model(source)
@@ -80,7 +85,7 @@ def load_discriminator(source: str) -> NLIDiscriminator:
         raise HardcseError(
             f"{e}\n  no NLI discriminator there: train one with `hardcse nli train --out {source}`"
         ) from None
-    return NLIDiscriminator.load(source)
+    return NLIDiscriminator.load(source, device=device)
 
 
 def nli_metrics(probs: np.ndarray, labels: Sequence[int]) -> dict:

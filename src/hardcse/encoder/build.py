@@ -10,6 +10,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
 
+from hardcse.devices import resolve_device
 from hardcse.encoder import POOLINGS
 from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
@@ -28,7 +29,12 @@ def _hardcse_modules(path: Path) -> bool:
 
 
 def load_encoder(
-    source: str, pooling: str = "default", max_seq_length: int | None = None, head_seed: int = 0
+    source: str,
+    pooling: str = "default",
+    max_seq_length: int | None = None,
+    head_seed: int = 0,
+    device: str = "auto",
+    device_key: str = "device",
 ) -> SentenceTransformer:
     """A SentenceTransformer from ``source`` (see ``resolve_model``).
 
@@ -36,13 +42,15 @@ def load_encoder(
     ``cls_mlp`` is SimCSE's head, [CLS] then Linear + tanh. A final Normalize module is kept if present.
     A plain transformers checkpoint (no sentence-transformers config) gets mean pooling by default.
     ``head_seed``: the fresh ``cls_mlp`` layer's initial weights, drawn without touching the global RNG.
+    ``device``: auto | cpu | cuda | cuda:N (:mod:`hardcse.devices`; ``device_key`` names the config key in errors).
     """
     if pooling not in POOLINGS:
         raise HardcseError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     path = resolve_model(source)
+    where = str(resolve_device(device, device_key))
     with loading(f"encoder {source}"):
         model = SentenceTransformer(
-            str(path), device=None, local_files_only=True, trust_remote_code=_hardcse_modules(path)
+            str(path), device=where, local_files_only=True, trust_remote_code=_hardcse_modules(path)
         )
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length

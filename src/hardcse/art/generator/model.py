@@ -14,6 +14,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
+from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.errors import loading
 from hardcse.resources import resolve_model
 
@@ -28,11 +29,10 @@ def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-def generator_dtype(name: str) -> torch.dtype:
-    """The weights' dtype for a ``GeneratorConfig.dtype`` name; "auto" asks the processor."""
+def generator_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The weights' dtype for a ``GeneratorConfig.dtype`` name; "auto" asks the device (bfloat16 where native)."""
     if name == "auto":
-        native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-        return torch.bfloat16 if native else torch.float32
+        return torch.bfloat16 if supports_bfloat16(device) else torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
 
 
@@ -58,8 +58,9 @@ def load_generator(
     adapter_dir = Path(source) if is_generator_folder(source) else None
     base_source = base_model_source(source)
     base_path = resolve_model(base_source)
+    device = resolve_device(config.device, "generator.device")
     with loading(f"generator {base_source} (a causal language model)"):
-        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=generator_dtype(config.dtype))
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=generator_dtype(config.dtype, device))
         tokenizer = load_tokenizer(base_path)
     if adapter_dir is not None:
         with loading(f"generator adapter {adapter_dir}"):
@@ -73,6 +74,7 @@ def load_generator(
             task_type="CAUSAL_LM",
         )
         model = get_peft_model(model, lora)
+    model.to(device)  # the base weights keep their dtype, LoRA's stay float32
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.eval()  # training code switches to train mode itself
     return model, tokenizer

@@ -10,6 +10,7 @@ at a fraction of the cost of a forward over every prompt.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,9 @@ class PromptBatch:
 
     def __len__(self) -> int:
         return int(self.group.shape[0])
+
+    def to(self, device: torch.device) -> PromptBatch:
+        return PromptBatch(*(t.to(device) for t in dataclasses.astuple(self)))
 
     def select(self, rows: torch.Tensor) -> PromptBatch:
         """The batch of ``rows`` only: the prefixes they continue and their suffixes (columns that are padding
@@ -143,9 +147,9 @@ def continue_rows(
         )
         for i in range(len(batch))
     ]
-    width = max(len(r) for r in rows)
-    input_ids = torch.full((len(rows), width), int(batch.suffix_ids[0, 0]), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    width, device = max(len(r) for r in rows), response_ids.device
+    input_ids = torch.full((len(rows), width), int(batch.suffix_ids[0, 0]), dtype=torch.long, device=device)
+    mask = torch.zeros((len(rows), width), dtype=torch.long, device=device)
     for i, r in enumerate(rows):
         input_ids[i, width - len(r) :] = r
         mask[i, width - len(r) :] = 1
@@ -159,6 +163,6 @@ def continue_rows(
         use_cache=True,
     ).last_hidden_state
     # response token t of row i sits at column width - len_i + t; the state before it predicts it
-    t = torch.arange(response_ids.shape[1])
+    t = torch.arange(response_ids.shape[1], device=device)
     column = (width - response_len.unsqueeze(1) + t - 1).clamp(max=width - 2)
     return torch.gather(hidden, 1, column.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))

@@ -108,7 +108,8 @@ def sample(
     model.eval()  # no dropout: the trainer's forwards run in eval mode too
     try:
         uniforms = None if row_seeds is None else _row_uniforms(row_seeds, config.max_new_tokens)
-        return _sample(model, tokenizer, encode_prompts(tokenizer, prompts, groups), config, uniforms)
+        batch = encode_prompts(tokenizer, prompts, groups).to(model.device)
+        return _sample(model, tokenizer, batch, config, uniforms)
     finally:
         model.train(was_training)
 
@@ -121,14 +122,15 @@ def _sample(
     uniforms: torch.Tensor | None,
 ) -> Samples:
     decoder, head = decoder_and_head(model)
-    eos = torch.tensor(eos_token_ids(model, tokenizer))
-    n = len(batch)
+    device, n = batch.suffix_ids.device, len(batch)  # every tensor below lives where the model does
+    eos = torch.tensor(eos_token_ids(model, tokenizer), device=device)
     cache = rows_cache(prefix_cache(decoder, batch), batch.group)
     attention = torch.cat([batch.prefix_mask[batch.group], batch.suffix_mask], dim=1)
     input_ids, position_ids = batch.suffix_ids, positions(attention)[:, -batch.suffix_ids.shape[1] :]
-    alive = torch.arange(n)
-    written = torch.full((n, config.max_new_tokens), tokenizer.pad_token_id, dtype=torch.long)
-    ended = torch.zeros(n, dtype=torch.bool)
+    alive = torch.arange(n, device=device)
+    written = torch.full((n, config.max_new_tokens), tokenizer.pad_token_id, dtype=torch.long, device=device)
+    ended = torch.zeros(n, dtype=torch.bool, device=device)
+    uniforms = None if uniforms is None else uniforms.to(device)
     length = 0
     for t in range(config.max_new_tokens):
         hidden = decoder(

@@ -1,0 +1,63 @@
+"""Where a model runs: ``device: auto | cpu | cuda | cuda:N`` in a config, checked on load, resolved when used.
+
+``auto`` is the process's own CUDA device when torch sees one (``cuda:LOCAL_RANK`` under ``accelerate launch`` or
+``torchrun``, else ``cuda:0``), the CPU otherwise; ``cuda`` is ``cuda:0`` (``cuda:LOCAL_RANK`` likewise). Naming a
+GPU on a machine without one is a user error, not a silent fall-back to the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import TYPE_CHECKING
+
+from hardcse.config import ConfigValueError
+from hardcse.errors import HardcseError
+
+if TYPE_CHECKING:
+    import torch
+
+DEVICE_SYNTAX = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def check_device(key: str, value: str) -> None:
+    """A config check: ``value`` is auto, cpu, cuda or cuda:N."""
+    if not isinstance(value, str) or not DEVICE_SYNTAX.fullmatch(value):
+        raise ConfigValueError(key, f"{value!r}: give auto, cpu, cuda or cuda:N (N: the GPU's index)")
+
+
+def resolve_device(value: str, key: str = "device") -> torch.device:
+    """The torch device a checked ``value`` names on this machine (``key`` names it in an error)."""
+    import torch  # here: configs check their device keys without importing torch
+
+    check_device(key, value)
+    if value == "cpu" or (value == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise HardcseError(f"{key}: {value}: torch sees no CUDA GPU on this machine; set {key}: auto or cpu")
+    index = int(value.split(":")[1]) if ":" in value else int(os.environ.get("LOCAL_RANK", 0)) % count
+    if index >= count:
+        raise HardcseError(f"{key}: {value}: this machine has {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}")
+    return torch.device("cuda", index)
+
+
+def check_config_devices(config: object, prefix: str = "") -> None:
+    """Every ``device`` key of a config (nested blocks too) names a device this machine has: a run refuses a
+    missing GPU before it writes anything."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            check_config_devices(value, f"{prefix}{f.name}.")
+        elif f.name == "device" and isinstance(value, str):
+            resolve_device(value, prefix + f.name)
+
+
+def supports_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 natively (a CUDA GPU with bf16; a CPU with AVX512-BF16 or AMX)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
