@@ -70,9 +70,9 @@ def fake_eval(rng: np.random.Generator, noise: float) -> dict:
     return {"model": "fake", "scores": scores, "avg7": avg7, "cosines": cosines}
 
 
-def write_run(folder, record, seed, lr=1e-5, gz=False):
+def write_run(folder, record, seed, lr=1e-5, gz=False, **top):
     folder.mkdir(parents=True)
-    config = {"encoder": "x", "training": {"seed": seed, "learning_rate": lr}}
+    config = {"encoder": "x", "training": {"seed": seed, "learning_rate": lr}, **top}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
     if gz:
         (folder / "eval.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
@@ -83,7 +83,11 @@ def write_run(folder, record, seed, lr=1e-5, gz=False):
 def test_runs_group_by_seed_and_art_runs_read_their_last_round(tmp_path):
     for seed in (1, 2):
         write_run(tmp_path / "a" / f"seed-{seed}", {"scores": {"STS12": seed}}, seed)
-        write_run(tmp_path / "b" / f"seed-{seed}", {"scores": {"STS12": seed}}, seed, lr=2e-5, gz=True)
+        # where a run took its finished stage 1 from is not a setting: still one group
+        stage1 = f"runs/semi/seed-{seed}/stage1"
+        write_run(
+            tmp_path / "b" / f"seed-{seed}", {"scores": {"STS12": seed}}, seed, lr=2e-5, gz=True, stage1_from=stage1
+        )
     art = tmp_path / "art"
     for r, score in [(0, 1.0), (1, 2.0)]:
         (art / f"round_{r}").mkdir(parents=True)

@@ -6,7 +6,8 @@ A source is any of
 - an ART run folder (its last evaluated ``round_*/eval.json``);
 - an encoder (a model folder, a run folder's ``model/``, ``bundled:minilm-l6``): evaluated on the STS suite
   once and cached under ``<cache>/eval/<hash of its files>.json``, so a second comparison loads no model.
-Runs whose ``config.yaml`` files are equal once every ``seed`` key is left out form one group.
+Runs whose ``config.yaml`` files are equal once every ``seed`` key is left out form one group. Keys that say
+where a run took a finished part from (``NOT_SETTINGS``) are left out too: the part itself is checked to match.
 """
 
 from __future__ import annotations
@@ -57,9 +58,13 @@ def _seeds(data: object) -> list[int]:
     return []
 
 
+# DiffAug's ``stage1_from``: a folder holding the same stage 1 (its stage-1 values must equal the run's, checked)
+NOT_SETTINGS = {"seed", "stage1_from"}
+
+
 def _without_seeds(data: object) -> object:
     if isinstance(data, dict):
-        return {k: _without_seeds(v) for k, v in data.items() if k != "seed"}
+        return {k: _without_seeds(v) for k, v in data.items() if k not in NOT_SETTINGS}
     return data
 
 
