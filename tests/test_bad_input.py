@@ -92,7 +92,8 @@ CASES = {
     "override into a value": ([*ART, "rounds.x=1"], "rounds is not a block of keys"),
     "override bad choice": ([*DATACUBE, "task_order=greedy"], "'greedy' is not one of"),
     "override bad device": ([*ART, "generator.device=gpu"], "generator.device: 'gpu': give auto, cpu, cuda or cuda:N"),
-    "device absent": ([*SIMCSE, "training.device=cuda:99"], "training.device: cuda:99: "),  # no GPU, or not 100
+    "device absent": ([*ART, "generator.device=cuda:99"], "generator.device: cuda:99: "),  # no GPU, or not 100
+    "training device not first": ([*SIMCSE, "training.device=cuda:1"], "CUDA_VISIBLE_DEVICES=1 and device: cuda"),
     "nested device absent": (
         [*ART, "encoder_training.training.device=cuda:99"],
         "encoder_training.training.device: cuda:99",

@@ -22,6 +22,12 @@ def test_a_device_is_auto_cpu_cuda_or_cuda_n(value):
         TrainingSettings(device=value)
 
 
+def test_one_training_process_trains_on_the_first_visible_gpu():
+    TrainingSettings(device="cuda:0")
+    with pytest.raises(ConfigValueError, match="device: cuda:1: .* CUDA_VISIBLE_DEVICES=1 and device: cuda$"):
+        TrainingSettings(device="cuda:1")
+
+
 @pytest.fixture
 def two_gpus(monkeypatch):
     """torch.cuda as on a machine with two GPUs (nothing is run on them)."""
@@ -54,9 +60,9 @@ def test_without_a_gpu_auto_is_the_cpu_and_a_named_gpu_is_refused(monkeypatch):
 
 
 def test_auto_dtype_is_bfloat16_only_where_the_device_computes_it(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (8, 0))  # an A100
     assert generator_dtype("auto", torch.device("cuda", 0)) == torch.bfloat16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)  # e.g. a V100
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (7, 0))  # a V100: emulated bf16 only
     assert generator_dtype("auto", torch.device("cuda", 0)) == torch.float32
     assert generator_dtype("float32", torch.device("cuda", 0)) == torch.float32
     for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):

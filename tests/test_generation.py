@@ -10,7 +10,7 @@ from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import decoder_and_head, sample
 from hardcse.art.policy import PolicyTrainer
 
-GREEDY = GeneratorConfig(max_new_tokens=6, top_k=1, dtype="float32")
+GREEDY = GeneratorConfig(max_new_tokens=6, top_k=1, dtype="float32", device="cpu")  # exact CPU values
 PROMPTS = ["the cat runs", "the cat sleeps very", "the", "a dog", "a dog runs good", "a dog sleeps"]
 GROUPS = [0, 0, 0, 1, 1, 1]
 
@@ -50,9 +50,11 @@ def test_greedy_sampling_is_generate_with_left_padding(lm):
 
 def test_the_prefix_forward_gives_each_rows_own_log_probs(lm, tiny_lm_dir):
     model, tokenizer = load_generator(
-        str(tiny_lm_dir), GeneratorConfig(dtype="float32", max_new_tokens=5), trainable=True
+        str(tiny_lm_dir), GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu"), trainable=True
     )
-    trainer = PolicyTrainer(model, tokenizer, GeneratorConfig(dtype="float32", max_new_tokens=5), RLConfig())
+    trainer = PolicyTrainer(
+        model, tokenizer, GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu"), RLConfig()
+    )
     torch.manual_seed(0)
     samples = trainer.sample(PROMPTS, GROUPS)
     with torch.no_grad():

@@ -21,8 +21,8 @@ from hardcse.art.ppo import (
     kl_shaped_rewards,
 )
 
-GEN = GeneratorConfig(
-    max_new_tokens=3, sampling_temperature=1.0, lora_target_modules=["q_proj", "v_proj"], dtype="float32"
+GEN = GeneratorConfig(  # on the CPU wherever the suite runs: tests/test_cuda.py runs these paths on a GPU
+    max_new_tokens=3, sampling_temperature=1.0, lora_target_modules=["q_proj", "v_proj"], dtype="float32", device="cpu"
 )
 
 

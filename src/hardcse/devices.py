@@ -58,6 +58,6 @@ def supports_bfloat16(device: torch.device) -> bool:
     """Whether ``device`` computes bfloat16 natively (a CUDA GPU with bf16; a CPU with AVX512-BF16 or AMX)."""
     import torch
 
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+    if device.type == "cuda":  # Ampere and later; older GPUs only emulate it (is_bf16_supported says yes)
+        return torch.cuda.get_device_capability(device)[0] >= 8
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()

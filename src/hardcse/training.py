@@ -46,8 +46,8 @@ class TrainingSettings(Checked):
     max_seq_length: int = 32  # training length (SimCSE's 32); evaluation and the saved model use the model's own
     eval_steps: int = 50  # the dev metric every N steps and at the last step; the best checkpoint is kept
     seed: int = 42
-    # auto | cpu | cuda | cuda:N (hardcse/devices.py); under `accelerate launch` / `torchrun` keep auto: each
-    # process trains on its own GPU
+    # auto | cpu | cuda | cuda:0 (hardcse/devices.py). One training process trains on one GPU, the first visible
+    # one (transformers' Trainer): pick another with CUDA_VISIBLE_DEVICES.
     device: str = "auto"
 
     def check(self) -> None:
@@ -56,6 +56,12 @@ class TrainingSettings(Checked):
         check_nonnegative("epochs", self.epochs)
         check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0)
         check_device("device", self.device)
+        if self.device.startswith("cuda:") and self.device != "cuda:0":
+            raise ConfigValueError(
+                "device",
+                f"{self.device}: a training process trains on the first visible GPU; choose it with "
+                f"CUDA_VISIBLE_DEVICES={self.device[5:]} and device: cuda",
+            )
         if self.max_steps == 0 or self.max_steps < -1:
             raise ConfigValueError("max_steps", f"{self.max_steps}: give a number of steps > 0, or -1 to use epochs")
         if self.max_steps == -1 and self.epochs <= 0:
@@ -214,14 +220,12 @@ def run_training_job(
     extra = dict(extra_arguments or {})
     if batch_sampler is not None:
         extra["batch_sampler"] = batch_sampler
-    device = resolve_device(settings.device, "training.device")
-    if settings.device != "auto":  # auto: the trainer's own choice (accelerate's device of this process)
-        if device.type == "cuda":
-            import torch
-
-            torch.cuda.set_device(device)  # the trainer trains on the current CUDA device
-        model.to(device)
+    resolve_device(settings.device, "training.device")  # a named GPU that is not there: the user's error
     args = arguments_cls(**trainer_arguments(checkpoints, settings, metric), **extra)
+    if args.world_size == 1 and args.n_gpu > 1:
+        # one process, one GPU: the Trainer would wrap the model in DataParallel over every visible GPU and
+        # multiply the batch by their count, changing SimCSE's in-batch negatives and the step count
+        args._n_gpu = 1
     timer = StepTimer()
     trainer = trainer_cls(
         model=model,

@@ -241,6 +241,8 @@ class PolicyTrainer:
     def timed(self, timings: dict, name: str, fn: Callable[[], object]) -> object:
         start = time.perf_counter()
         result = fn()
+        if self.model.device.type == "cuda":  # GPU work is asynchronous: the phase ends when the GPU is done
+            torch.cuda.synchronize(self.model.device)
         timings[f"{name}_s"] = time.perf_counter() - start
         return result
 

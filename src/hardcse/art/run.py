@@ -125,7 +125,7 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     folder.stage(
         "round_0.eval",
         "round_0/eval.json",
-        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling),
+        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling, config.device),
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):
@@ -201,7 +201,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     folder.stage(
         f"round_{r}.eval",
         f"round_{r}/eval.json",
-        lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks),
+        lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks, config.device),
     )
     folder.stage(
         f"round_{r}.measures", f"round_{r}/measures.json", lambda partial: _measure(config, round_dir, partial)
@@ -248,7 +248,7 @@ def _train_round_encoder(
     dev. The round's ``training.json`` is written before ``out`` is renamed: a done stage always has it."""
     previous_dev = json.loads(previous.read_text(encoding="utf-8"))["scores"][DEV_TASK]
     data = _training_data(config, round_dir)
-    model = load_encoder(source, pooling)
+    model = load_encoder(source, pooling, device=config.encoder_training.training.device)
     record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
     if not data:
         record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
@@ -264,13 +264,13 @@ def _train_round_encoder(
         if config.keep_better_encoder and not (outcome.best_dev is not None and outcome.best_dev > previous_dev):
             record.update(handed_on="previous", why="training did not beat the previous encoder on STS-B dev")
             shutil.rmtree(out)
-            load_encoder(source, pooling).save(str(out))
+            load_encoder(source, pooling, device="cpu").save(str(out))  # a copy
         else:
             record["handed_on"] = "trained"
     write_json_atomic(round_dir / "training.json", record)
 
 
-def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str]) -> None:
+def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str], device: str) -> None:
     training_path = encoder_dir.parent / "training.json"  # absent when a user trained the encoder folder
     training = json.loads(training_path.read_text(encoding="utf-8")) if training_path.is_file() else {}
     if training.get("handed_on") == "previous":  # the same weights as last round: the same scores
@@ -280,7 +280,7 @@ def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[st
         }
         write_json_atomic(out, record)
         return
-    write_sts_eval(out, str(encoder_dir), tasks)
+    write_sts_eval(out, str(encoder_dir), tasks, device=device)
 
 
 def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:

@@ -85,7 +85,7 @@ def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
             "label": [float(r[3]) for r in rows],
         }
     )
-    model = load_encoder(config.encoder)
+    model = load_encoder(config.encoder, device=config.training.device)
     own_length = model.max_seq_length
     model.max_seq_length = config.training.max_seq_length  # phi at the training length, before and after
     before = underfit_share(model, plan)

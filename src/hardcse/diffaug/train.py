@@ -51,7 +51,7 @@ def _num_labels(config: DiffAugConfig) -> int:
 
 def starting_model(config: DiffAugConfig) -> SentenceTransformer:
     """The encoder stage 1 tunes prefixes for: ``config.encoder`` with fresh prefix modules (one for ``same``)."""
-    model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
+    model = load_encoder(config.encoder, config.pooling, head_seed=config.seed, device=config.training.device)
     num_prefixes = 2 if config.prefixes == "different" else 1
     return add_prefixes(
         model,
@@ -150,11 +150,11 @@ def stage2_model(
     """The model stage 2 trains (stage 1's, or the plain encoder for SimCSE), the aux-loss classifier and the
     training-only MLP head (stage 1's when it has one, else fresh)."""
     if config.method == "simcse":
-        model = load_encoder(config.encoder, config.pooling, head_seed=config.seed)
+        model = load_encoder(config.encoder, config.pooling, head_seed=config.seed, device=config.training.device)
     elif not (stage1_dir / "stage1.json").is_file():
         raise HardcseError(f"{stage1_dir} has no finished stage 1")
     else:
-        model = load_encoder(str(stage1_dir))
+        model = load_encoder(str(stage1_dir), device=config.training.device)
     dim = model.get_embedding_dimension()
     classifier = PairClassifier(dim, _num_labels(config)) if config.stage2.aux_weight > 0 else None
     head = MLPHead(dim) if config.mlp_head else None

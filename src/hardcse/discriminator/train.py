@@ -126,7 +126,9 @@ def nli_run(
             path = run.stage(
                 "eval",
                 "nli_eval.json",
-                lambda partial: write_json_atomic(partial, evaluate_nli(NLIDiscriminator.load(str(model_dir)))),
+                lambda partial: write_json_atomic(
+                    partial, evaluate_nli(NLIDiscriminator.load(str(model_dir), device=config.training.device))
+                ),
             )
             results = json.loads(path.read_text(encoding="utf-8"))
         run.finish()

@@ -142,7 +142,9 @@ def simcse_run(
             "model",
             "model",
             lambda partial: train_simcse(
-                load_encoder(config.encoder, config.pooling, head_seed=config.training.seed),
+                load_encoder(
+                    config.encoder, config.pooling, head_seed=config.training.seed, device=config.training.device
+                ),
                 data,
                 config.mode,
                 config,

@@ -89,14 +89,18 @@ def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | ST
 
 
 def write_sts_eval(
-    path: str | Path, model_source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS, pooling: str = "default"
+    path: str | Path,
+    model_source: str,
+    tasks: Sequence[str | STSPairs] = ALL_TASKS,
+    pooling: str = "default",
+    device: str = "auto",
 ) -> dict:
-    """Evaluate the encoder at ``model_source`` (with ``pooling``) and write its record to ``path`` (JSON,
-    atomically)."""
+    """Evaluate the encoder at ``model_source`` (with ``pooling``, on ``device``) and write its record to ``path``
+    (JSON, atomically)."""
     from hardcse.atomic import write_json_atomic
     from hardcse.encoder.build import load_encoder
 
-    record = sts_record(load_encoder(model_source, pooling), model_source, tasks)
+    record = sts_record(load_encoder(model_source, pooling, device=device), model_source, tasks)
     write_json_atomic(path, record)
     return record
 
