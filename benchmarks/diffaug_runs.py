@@ -46,7 +46,8 @@ PAIRS = [
     ("semi", "ablation-fixed-prefixes"),
     ("semi", "ablation-prefix-only"),
 ]
-TIME_PAIRS = {"semi": "semi-joint", "sup": "sup-simcse"}
+# DiffAug / SimCSE training time; semi-aux against semi-joint is like for like (both compute the aux loss's pairs)
+TIME_PAIRS = {"semi": "semi-joint", "semi-aux": "semi-joint", "sup": "sup-simcse"}
 
 
 def shares_semi_stage1(name: str) -> bool:
