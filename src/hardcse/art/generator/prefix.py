@@ -33,7 +33,8 @@ class PromptBatch:
         return int(self.group.shape[0])
 
     def to(self, device: torch.device) -> PromptBatch:
-        return PromptBatch(*(t.to(device) for t in dataclasses.astuple(self)))
+        # fields(), not astuple(): astuple deep-copies every tensor before it is moved
+        return PromptBatch(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
 
     def select(self, rows: torch.Tensor) -> PromptBatch:
         """The batch of ``rows`` only: the prefixes they continue and their suffixes (columns that are padding
