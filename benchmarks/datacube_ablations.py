@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from seeded import DEFAULT_SEEDS, RESULTS, record_dir, run_seeded
+from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "datacube"
 SETTINGS = ["full", "no-task-curriculum", "no-instance-curriculum", "vanilla"]
@@ -55,8 +55,8 @@ def settings_table(recorded: dict[str, list[int]]) -> list[str]:
     """Per setting, means over its recorded seeds of the training figures (masked rows, underfitting shares)."""
     keys = ["steps", "best_steps", "masked_rows", "underfit_before_%", "underfit_after_%", "tour_similarity", "minutes"]
     lines = ["| setting | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
-    for name in SETTINGS:
-        recs = [record_dir(BENCH, name, s) for s in recorded[name]]
+    for name, seeds in recorded.items():
+        recs = [record_dir(BENCH, name, s) for s in seeds]
         training = [json.loads((r / "training.json").read_text()) for r in recs]
         plans = [json.loads((r / "plan_summary.json").read_text()) for r in recs]
 
@@ -91,18 +91,16 @@ def main() -> None:
     from hardcse.evaluation.results import load_result
 
     groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
-    # with --skip-runs a table can be built before every seed has run: a group has the seeds recorded so far
-    recorded = {name: [s for s in args.seeds if record_dir(BENCH, name, s).is_dir()] for name in SETTINGS}
-    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in recorded[name]] for name in SETTINGS}
-    missing = [f"{name} seed {s}" for name in SETTINGS for s in args.seeds if s not in recorded[name]]
+    recorded, not_run = recorded_seeds(BENCH, SETTINGS, args.seeds)
+    groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in seeds] for name, seeds in recorded.items()}
     command = f"python benchmarks/datacube_ablations.py --seeds {' '.join(map(str, args.seeds))}"
     comparison = write_comparison(
-        compare_groups(groups, PAIRS),
+        compare_groups(groups, [(a, b) for a, b in PAIRS if {a, b} <= recorded.keys()]),
         RESULTS / "datacube_ablations",
         title="Data-CUBE ablations on the bundled encoder (2-core CPU)",
         command=command,
         extra=[
-            *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
+            *not_run,
             "Per setting (best step and masked rows per seed; minutes are wall-clock, other jobs shared the machine):",
             "",
             *settings_table(recorded),

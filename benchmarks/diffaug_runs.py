@@ -26,7 +26,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
-from seeded import DEFAULT_SEEDS, RESULTS, record_dir, run_seeded
+from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "diffaug"
 TIERS = [
@@ -130,11 +130,8 @@ def main() -> None:
     from hardcse.evaluation.results import load_result
 
     groups = {"bundled:minilm-l6 (start)": [load_result("bundled:minilm-l6")]}  # evaluated once, then cached
-    # a table can be built before every run has landed: a group has the seeds recorded so far, a pair needs both
-    recorded = {name: [s for s in args.seeds if record_dir(BENCH, name, s).is_dir()] for name in SETTINGS}
-    recorded = {name: seeds for name, seeds in recorded.items() if seeds}
+    recorded, not_run = recorded_seeds(BENCH, SETTINGS, args.seeds)  # a pair below needs both sides recorded
     groups |= {name: [load_result(str(record_dir(BENCH, name, s))) for s in seeds] for name, seeds in recorded.items()}
-    missing = [f"{name} seed {s}" for name in SETTINGS for s in args.seeds if s not in recorded.get(name, [])]
     diagnostics = out / "semi" / f"seed-{args.seeds[0]}" / "stage1"
     if (diagnostics / "diagnostics.png").is_file():
         for suffix in ("png", "jsonl"):
@@ -145,7 +142,7 @@ def main() -> None:
         title="DiffAug on the bundled encoder (2-core CPU)",
         command=f"python benchmarks/diffaug_runs.py --seeds {' '.join(map(str, args.seeds))}",
         extra=[
-            *([f"Not run yet: {', '.join(missing)}.", ""] if missing else []),
+            *not_run,
             "Training (means over seeds; best step per seed; stage-1 seconds where the setting trains its own):",
             "",
             *timing_lines(recorded),

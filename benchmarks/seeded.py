@@ -57,3 +57,12 @@ def run_seeded(
         raise SystemExit(f"{name} (seed {seed}) failed; rerun the benchmark to resume it")
     keep_record(folder, dest, files)
     return dest
+
+
+def recorded_seeds(bench: str, names: list[str], seeds: list[int]) -> tuple[dict[str, list[int]], list[str]]:
+    """The seeds of each setting whose record exists (settings with none left out), and the table's "Not run yet"
+    lines (none when every run is recorded): a table can be built before every run has landed."""
+    recorded = {name: [s for s in seeds if record_dir(bench, name, s).is_dir()] for name in names}
+    missing = [f"{name} seed {s}" for name in names for s in seeds if s not in recorded[name]]
+    not_run = [f"Not run yet: {', '.join(missing)}.", ""] if missing else []
+    return {name: found for name, found in recorded.items() if found}, not_run
