@@ -20,8 +20,8 @@ from hardcse.curriculum.task_order import (
     swap_delta,
     tour_similarity,
 )
-from hardcse.curriculum.train import MaskedInBatchContrastiveLoss
 from hardcse.data.multitask import builtin_collection, evaluation_pairs, read_medi, read_task_folder
+from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.errors import HardcseError
 from hardcse.training import TrainingSettings
 
@@ -82,7 +82,7 @@ def test_masked_loss_by_hand():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     pos = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
     neg = torch.tensor([[0.0, 1.0], [0.0, -1.0]])
-    loss = MaskedInBatchContrastiveLoss(Fixed(), tau=1.0)
+    loss = InBatchContrastiveLoss(Fixed(), tau=1.0, labels_are_mask=True)
     features = [{"emb": q}, {"emb": pos}, {"emb": neg}]
     # row 0: sims to (p0, p1, n0, n1) = (1, 1, 0, 0); row 1: (0, 0, 1, -1), target p1 (0)
     row0 = -np.log(np.e / (2 * np.e + 2))

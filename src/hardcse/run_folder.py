@@ -8,6 +8,11 @@
 ``resume`` skips stages whose output exists and refuses a changed configuration, naming the keys that differ;
 a lock file keeps a second process out; a finished folder is never overwritten unless ``overwrite`` is given,
 which empties it first (no stale file of the old run stays behind).
+
+Under several processes (``accelerate launch``, ``torchrun``) every rank opens the folder and walks the same
+stages; rank 0 alone takes the lock and writes config, manifest, log and each stage's output. A stage runs on rank
+0 while the others wait, unless it is ``all_ranks`` (training, sharded synthesis, RL), where every rank builds and
+rank 0 writes.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import yaml
 from hardcse.atomic import write_json_atomic
 from hardcse.config import config_to_dict, load_config, save_config
 from hardcse.devices import check_config_devices
+from hardcse.distributed import barrier, is_main, run_on_main
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
 
@@ -95,6 +101,13 @@ class RunFolder:
 
     def __enter__(self) -> RunFolder:
         self.check()
+        barrier()  # every rank has checked the folder before rank 0 writes into it
+        run_on_main(self._open)
+        if not is_main():
+            self.manifest = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
+        return self
+
+    def _open(self) -> None:
         # a user error before any stage finishes removes what this command made (nothing half-made stays behind)
         self._existed = self.dir.exists()
         self._made_here = not self.resume and (self.overwrite or not self._existed or not any(self.dir.iterdir()))
@@ -108,10 +121,11 @@ class RunFolder:
             save_config(self.config, self.dir / "config.yaml")
         self._stack.enter_context(log_to_file(self.dir / "run.log"))
         self._open_manifest()
-        return self
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
         self._stack.close()
+        if not is_main():
+            return
         finished = any("end" in stage for stage in self.manifest.get("stages", {}).values())
         if exc_type is not None and issubclass(exc_type, HardcseError) and self._made_here and not finished:
             for child in self.dir.iterdir() if self._existed else []:
@@ -139,7 +153,8 @@ class RunFolder:
         self._save_manifest()
 
     def _save_manifest(self) -> None:
-        write_json_atomic(self.dir / "manifest.json", self.manifest)
+        if is_main():
+            write_json_atomic(self.dir / "manifest.json", self.manifest)
 
     # -- stages ------------------------------------------------------------------------------------------------
     def stage(
@@ -150,32 +165,43 @@ class RunFolder:
         *,
         keep_partial: bool = False,
         in_place: bool = False,
+        all_ranks: bool = False,
     ) -> Path:
         """Make ``output`` (a file or folder, relative to the run folder) unless it exists: ``build(partial)``
         writes it under ``NAME.partial``, which is then renamed. ``keep_partial``: a killed attempt's partial
         output is handed to the next attempt (training resumes from its checkpoints); otherwise it is removed.
         ``in_place``: ``build(output)`` writes several files beside ``output`` and ``output`` itself last, atomically
-        (it marks the stage done). Returns the output's path."""
+        (it marks the stage done). ``all_ranks``: under several processes every rank calls ``build`` (which writes
+        on rank 0 only); otherwise rank 0 builds while the others wait. Returns the output's path."""
         final = self.dir / output
         if final.exists():
             log.info("stage %s: done, skipped", name)
             return final
         partial = final if in_place else final.with_name(final.name + PARTIAL)
-        if partial.exists() and not keep_partial and not in_place:
+        if partial.exists() and not keep_partial and not in_place and is_main():
             remove(partial)
         log.info("stage %s: start", name)
-        print(f"== {name}", flush=True)
+        if is_main():
+            print(f"== {name}", flush=True)
         stages = self.manifest["stages"]
         attempts = stages.get(name, {}).get("attempts", 0) + 1  # counts attempts that were killed
         entry = stages[name] = {"start": now(), "attempts": attempts}
         self._save_manifest()
         start = time.perf_counter()
         final.parent.mkdir(parents=True, exist_ok=True)
-        build(partial)
-        if not partial.exists():
-            raise HardcseError(f"stage {name} finished without its output; this is a bug")
-        if not in_place:
-            os.replace(partial, final)
+        barrier()  # rank 0 has removed a stale partial output
+        if all_ranks:
+            build(partial)
+        else:
+            run_on_main(lambda: build(partial) and None)  # its value stays on rank 0 (it need not pickle)
+
+        def complete() -> None:
+            if not partial.exists():
+                raise HardcseError(f"stage {name} finished without its output; this is a bug")
+            if not in_place:
+                os.replace(partial, final)
+
+        run_on_main(complete)
         entry |= {"end": now(), "seconds": round(time.perf_counter() - start, 1)}
         self._save_manifest()
         return final

@@ -7,7 +7,10 @@ sentence-transformers' trainers own it for their losses:
 - keep the best checkpoint by the dev metric (``load_best_model_at_end``);
 - save into the output folder, delete the checkpoints, write ``training.json`` beside the weights;
 - resume from the newest checkpoint in the folder when a killed job is run again, with what the loss trains
-  beside the model (a classifier, a training-only head), which the trainer's checkpoints do not hold.
+  beside the model (a classifier, a training-only head), which the trainer's checkpoints do not hold;
+- under several processes (``accelerate launch``, ``torchrun``): DDP, each rank on its slice of every batch
+  (``training.batch_size`` stays the batch of one step), the loss's own parameters averaged like the model's,
+  rank 0 writing the files (hardcse/distributed.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
 from hardcse.devices import check_device, resolve_device
+from hardcse.distributed import SlicedSampler, average_gradients, barrier, is_main, run_on_main, world_size
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
@@ -136,8 +140,21 @@ class LossStateCheckpoint(TrainerCallback):
 
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         owned = loss_owned_state(self.loss)
-        if owned and folder.is_dir():
+        if owned and folder.is_dir() and is_main():
             save_file(owned, str(folder / LOSS_STATE))
+
+
+class AverageLossGradients(TrainerCallback):
+    """Under several processes, averages the gradients of the loss's own parameters (DDP averages the model's
+    only), so every rank's classifier or head takes the same step."""
+
+    def __init__(self, loss: nn.Module) -> None:
+        self.parameters = [p for name, p in loss.named_parameters() if not name.startswith("model.")]
+
+    def on_pre_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: object
+    ) -> None:
+        average_gradients(self.parameters)
 
 
 def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str | None) -> dict:
@@ -156,7 +173,8 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "data_seed": settings.seed,
         "report_to": "none",
         "dataloader_pin_memory": False,
-        "use_cpu": settings.device == "cpu",
+        # auto on a machine without a GPU is the CPU too: under a launcher the trainer's process group is then gloo
+        "use_cpu": resolve_device(settings.device, "training.device").type == "cpu",
     }
     if metric is None:
         return common | {"save_strategy": "no", "eval_strategy": "no"}
@@ -218,10 +236,14 @@ def run_training_job(
     arguments_cls = SentenceTransformerTrainingArguments if is_encoder else CrossEncoderTrainingArguments
     trainer_cls = SentenceTransformerTrainer if is_encoder else CrossEncoderTrainer
     extra = dict(extra_arguments or {})
-    if batch_sampler is not None:
+    if world_size() > 1:  # each rank its slice of every batch: one step trains on one whole batch
+        extra["batch_sampler"] = SlicedSampler(batch_sampler, world_size())
+    elif batch_sampler is not None:
         extra["batch_sampler"] = batch_sampler
-    resolve_device(settings.device, "training.device")  # a named GPU that is not there: the user's error
     args = arguments_cls(**trainer_arguments(checkpoints, settings, metric), **extra)
+    # under DDP sentence-transformers turns on drop_last against uneven last batches; RankSlices gives every rank
+    # a slice of every batch, so nothing needs dropping (and one process would not drop it either)
+    args.dataloader_drop_last = False
     if args.world_size == 1 and args.n_gpu > 1:
         # one process, one GPU: the Trainer would wrap the model in DataParallel over every visible GPU and
         # multiply the batch by their count, changing SimCSE's in-batch negatives and the step count
@@ -235,12 +257,17 @@ def run_training_job(
         evaluator=evaluator,
         callbacks=[
             timer,
+            AverageLossGradients(loss),
             *([EvaluateAtEnd(), LossStateCheckpoint(loss)] if metric is not None else []),
             *(callbacks or []),
         ],
     )
-    shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
-    last = last_complete_checkpoint(checkpoints)
+
+    def newest_checkpoint() -> str | None:
+        shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
+        return last_complete_checkpoint(checkpoints)
+
+    last = run_on_main(newest_checkpoint)  # rank 0 tidies the folder; every rank resumes from the same one
     if last is not None:
         log.info("resuming training from %s", last)
         if (Path(last) / LOSS_STATE).is_file():
@@ -261,21 +288,31 @@ def run_training_job(
         "train_loss": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
         **timer.summary(),
         "resumed_from": Path(last).name if last else None,
+        "world_size": world_size(),
     }
     if before_save is not None:
         full_record |= before_save(model)
     if is_encoder:
         model.max_seq_length = eval_length
+    if is_main():
+        _save_outcome(model, full_record, out_dir, is_encoder)
+    barrier()  # the other ranks return once the folder is complete
+    return TrainOutcome(model, full_record)
+
+
+def _save_outcome(model: Any, record: dict, out_dir: Path, is_encoder: bool) -> None:
+    """The selected model and ``training.json`` into ``out_dir``; then the checkpoints go."""
+    if is_encoder:
         model.save(str(out_dir))
     else:
         model.save_pretrained(str(out_dir))
-    write_json_atomic(out_dir / "training.json", full_record)
+    write_json_atomic(out_dir / "training.json", record)
     # the best checkpoint now lives in out_dir itself; renamed first, so a kill never leaves a half-deleted one
+    checkpoints = out_dir / CHECKPOINTS
     if checkpoints.is_dir():
         trash = out_dir / (CHECKPOINTS + ".old")
         os.replace(checkpoints, trash)
         shutil.rmtree(trash)
-    return TrainOutcome(model, full_record)
 
 
 def last_complete_checkpoint(checkpoints: Path) -> str | None:

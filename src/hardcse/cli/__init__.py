@@ -41,6 +41,16 @@ def _quiet_libraries() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
+def _join_launched_processes() -> None:
+    """Under ``accelerate launch`` or ``torchrun``: join the process group; only rank 0 prints results."""
+    from hardcse.distributed import is_main, join_process_group, launched_world_size
+
+    if launched_world_size() > 1:
+        join_process_group()
+        if not is_main():
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (for the life of the process)
+
+
 def main(argv: list[str] | None = None) -> int:
     from hardcse.logs import setup_logging
 
@@ -58,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
     try:
+        _join_launched_processes()
         args.func(args)
     except HardcseError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -36,7 +36,11 @@ def datacube_run(
             run.finish()
             return run
         model_dir = run.stage(
-            "model", "model", lambda partial: train_from_plan(load_plan(plan_dir), partial), keep_partial=True
+            "model",
+            "model",
+            lambda partial: train_from_plan(load_plan(plan_dir), partial),
+            keep_partial=True,
+            all_ranks=True,
         )
         if config.eval_tasks:
             run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))

@@ -13,29 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import torch
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.sampler import DefaultBatchSampler
-from torch import nn
 
 from hardcse.curriculum.plan import Plan, difficulties
 from hardcse.encoder.build import load_encoder
-from hardcse.encoder.contrastive import in_batch_contrastive_loss
+from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.training import TrainOutcome, run_training_job
-
-
-class MaskedInBatchContrastiveLoss(nn.Module):
-    """Columns (anchor, positive, negative) and a 0/1 ``label`` per row: the loss mask."""
-
-    def __init__(self, model: SentenceTransformer, tau: float) -> None:
-        super().__init__()
-        self.model = model
-        self.tau = tau
-
-    def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
-        q, pos, neg = (self.model(f)["sentence_embedding"] for f in sentence_features)
-        return in_batch_contrastive_loss(q, pos, neg, self.tau, mask=labels)
 
 
 class PlanBatchSampler(DefaultBatchSampler):
@@ -93,7 +78,7 @@ def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
     return run_training_job(
         model,
         dataset,
-        MaskedInBatchContrastiveLoss(model, config.tau),
+        InBatchContrastiveLoss(model, config.tau, labels_are_mask=True),  # the label column is the mask
         config.training,
         out_dir,
         batch_sampler=PlanBatches([len(b.rows) for b in plan.batches]),

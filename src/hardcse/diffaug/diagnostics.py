@@ -30,6 +30,7 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log  # noqa: E402
 from hardcse.diffaug.objectives import embed  # noqa: E402
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed  # noqa: E402
+from hardcse.distributed import barrier, is_main  # noqa: E402
 
 log = logging.getLogger(__name__)
 SELECTIONS = ("last", "delta_peak", "kappa_converged")
@@ -152,8 +153,9 @@ class Stage1Diagnostics(TrainerCallback):
         finally:
             self.model.train(was_training)
         self.rows.append(row)
-        with self.log_path.open("a", encoding="utf-8") as f:
-            append_jsonl(f, row)
+        if is_main():  # every rank measures the same model; rank 0 writes
+            with self.log_path.open("a", encoding="utf-8") as f:
+                append_jsonl(f, row)
         log.info("stage 1 step %d: delta %.4f, kappa %s", step, row["delta"], row["kappa"])
         return row
 
@@ -161,7 +163,8 @@ class Stage1Diagnostics(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
     ) -> None:
         if state.global_step == 0:
-            write_text_atomic(self.log_path, "")
+            if is_main():
+                write_text_atomic(self.log_path, "")
             self._check(self.measure(0, None), control)
             return
         # resumed from a checkpoint: the rows up to it are kept (later ones and a torn line are redone)
@@ -169,7 +172,9 @@ class Stage1Diagnostics(TrainerCallback):
         for row in (r for r in rows if r["step"] <= state.global_step):
             self.rows.append(row)
             self._check(row, control, restoring=True)
-        write_text_atomic(self.log_path, jsonl_text(self.rows))
+        barrier()  # every rank has read the log before rank 0 rewrites it
+        if is_main():
+            write_text_atomic(self.log_path, jsonl_text(self.rows))
         best = self._best_path()
         if self.select == "delta_peak" and best.is_file():
             saved = torch.load(best, weights_only=True)
@@ -188,7 +193,8 @@ class Stage1Diagnostics(TrainerCallback):
 
     def discard_saved_peak(self) -> None:
         """Once the stage is saved, the on-disk copy of the peak's prefixes is no longer needed."""
-        self._best_path().unlink(missing_ok=True)
+        if is_main():
+            self._best_path().unlink(missing_ok=True)
 
     def _check(self, row: dict, control: TrainerControl, restoring: bool = False) -> None:
         if self.select == "delta_peak" and row["delta"] > self.best_delta and not restoring:
@@ -196,9 +202,10 @@ class Stage1Diagnostics(TrainerCallback):
             self.best_state = {name: copy.deepcopy(m.state_dict()) for name, m in self.loss_modules.items()}
             self.selected_step = row["step"]
             # kept on disk too, so a resumed stage 1 still knows the peak before the kill
-            tmp = self._best_path().with_suffix(".tmp")
-            torch.save({"state": self.best_state, "delta": self.best_delta, "step": self.selected_step}, tmp)
-            os.replace(tmp, self._best_path())
+            if is_main():
+                tmp = self._best_path().with_suffix(".tmp")
+                torch.save({"state": self.best_state, "delta": self.best_delta, "step": self.selected_step}, tmp)
+                os.replace(tmp, self._best_path())
         elif self.select == "kappa_converged" and len(self.rows) >= 2 and row["kappa"] is not None:
             previous = self.rows[-2]["kappa"]
             if abs(row["kappa"] - previous) <= self.kappa_tolerance * max(abs(previous), 1e-12):

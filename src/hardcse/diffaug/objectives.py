@@ -8,7 +8,8 @@
   plus ``aux_weight`` times the stage-1 cross-entropy on the NLI columns of the same rows (semi-supervised + aux).
 On an encoder without prefixes the views do not exist and both losses are plain SimCSE / SoftmaxLoss. With a
 ``head`` (:class:`MLPHead`, SimCSE's and the released code's training-only MLP), every embedding passes through it
-before the loss; the head belongs to the loss, so the saved encoder does not have it.
+before the loss; the head belongs to the loss, so the saved encoder does not have it. Under several processes
+every mean is over the whole batch (hardcse/distributed.py: global_mean).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from hardcse.diffaug.prefix import prefixed, with_view
+from hardcse.distributed import global_mean
 from hardcse.encoder.contrastive import in_batch_contrastive_loss
 
 
@@ -66,7 +68,7 @@ class PrefixPairClassificationLoss(nn.Module):
     def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
         premise, hypothesis = sentence_features
         u, v = embed(self.model, premise, 0, self.head), embed(self.model, hypothesis, 1, self.head)
-        return nn.functional.cross_entropy(self.classifier(u, v), labels.long())
+        return global_mean(nn.functional.cross_entropy(self.classifier(u, v), labels.long(), reduction="none"))
 
 
 class PrefixContrastiveLoss(nn.Module):
@@ -101,5 +103,6 @@ class PrefixContrastiveLoss(nn.Module):
             premise, hypothesis = sentence_features[self.n_contrastive : self.n_contrastive + 2]
             u, v = embed(self.model, premise, 0, self.head), embed(self.model, hypothesis, 1, self.head)
             logits = self.aux_classifier(u, v)
-            loss = loss + self.aux_weight * nn.functional.cross_entropy(logits, labels.long())
+            aux = nn.functional.cross_entropy(logits, labels.long(), reduction="none")
+            loss = loss + self.aux_weight * global_mean(aux)
         return loss

@@ -37,10 +37,14 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
             if reused is not None:
                 run.stage("stage1", "stage1", lambda partial: shutil.copytree(reused, partial))
             else:
-                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data(), partial))
+                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data(), partial), all_ranks=True)
         if 2 in config.stages or config.method == "simcse":
             model = run.stage(
-                "stage2", "model", lambda partial: run_stage2(config, data(), stage1, partial), keep_partial=True
+                "stage2",
+                "model",
+                lambda partial: run_stage2(config, data(), stage1, partial),
+                keep_partial=True,
+                all_ranks=True,
             )
         else:  # prefix-tuning only: stage 1's encoder is the result
             model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))

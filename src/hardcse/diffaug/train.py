@@ -30,6 +30,7 @@ from hardcse.diffaug.data import NLIData, classification_rows, stage2_dataset
 from hardcse.diffaug.diagnostics import Stage1Diagnostics, plot_diagnostics
 from hardcse.diffaug.objectives import MLPHead, PairClassifier, PrefixContrastiveLoss, PrefixPairClassificationLoss
 from hardcse.diffaug.prefix import add_prefixes, prefixed
+from hardcse.distributed import is_main
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
 from hardcse.resources import resolve_model
@@ -124,10 +125,6 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     diagnostics.discard_saved_peak()
     steps_run = outcome.record["steps"]
     selected = outcome.record["selected_step"] if outcome.record["selected_step"] is not None else steps_run
-    _save_module(classifier, out_dir / CLASSIFIER_WEIGHTS)
-    if head is not None:
-        _save_module(head, out_dir / HEAD_WEIGHTS)
-    plot_diagnostics(diagnostics.rows, out_dir / "diagnostics.png", selected)
     record = {
         "steps_run": steps_run,
         "selected_step": selected,
@@ -138,8 +135,13 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         "steps_timed": outcome.record["steps_timed"],
         "seconds_per_step": outcome.record["seconds_per_step"],
     }
-    write_json_atomic(out_dir / "stage1.json", record)
-    save_config(config, out_dir / "config.yaml")  # a stage-1 folder describes itself (see stage1_from)
+    if is_main():
+        _save_module(classifier, out_dir / CLASSIFIER_WEIGHTS)
+        if head is not None:
+            _save_module(head, out_dir / HEAD_WEIGHTS)
+        plot_diagnostics(diagnostics.rows, out_dir / "diagnostics.png", selected)
+        write_json_atomic(out_dir / "stage1.json", record)
+        save_config(config, out_dir / "config.yaml")  # a stage-1 folder describes itself (see stage1_from)
     log.info("stage 1 done: %d steps, prefixes of step %d kept", steps_run, selected)
     return record
 

@@ -120,7 +120,9 @@ def nli_run(
 
     resolve_model(config.base_model)
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="nli train") as run:
-        model_dir = run.stage("model", "model", lambda partial: train_nli(config, partial), keep_partial=True)
+        model_dir = run.stage(
+            "model", "model", lambda partial: train_nli(config, partial), keep_partial=True, all_ranks=True
+        )
         results = None
         if evaluate:
             path = run.stage(

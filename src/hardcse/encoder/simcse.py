@@ -1,6 +1,7 @@
 """SimCSE (Gao et al., 2021) on the shared training job: supervised (triplets) and unsupervised (dropout).
 
-Both are sentence-transformers' ``MultipleNegativesRankingLoss`` with scale = 1 / tau:
+Both are :class:`hardcse.encoder.contrastive.InBatchContrastiveLoss` (equal to sentence-transformers'
+``MultipleNegativesRankingLoss`` with scale = 1 / tau, and gathering the batch across processes):
 - supervised, Eq. (5): -log e^{sim(h_i,h_i+)/tau} / sum_j (e^{sim(h_i,h_j+)/tau} + e^{sim(h_i,h_j-)/tau}),
   columns (anchor, positive, negative), in-batch negatives;
 - unsupervised, Eq. (4): each sentence is its own positive; the two encodings differ only by dropout noise.
@@ -93,9 +94,9 @@ def train_simcse(
 ) -> TrainOutcome:
     """Train ``model`` with SimCSE on ``data`` (triplets for ``sup``, sentences for ``unsup``); the best checkpoint
     on STS-B dev is saved to ``out_dir`` (see :func:`hardcse.training.run_training_job`)."""
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
+    from hardcse.encoder.contrastive import InBatchContrastiveLoss
     from hardcse.training import run_training_job
 
     dataset = simcse_dataset(mode, data)
@@ -104,7 +105,7 @@ def train_simcse(
     return run_training_job(
         model,
         dataset,
-        MultipleNegativesRankingLoss(model, scale=1.0 / config.tau),
+        InBatchContrastiveLoss(model, config.tau),
         config.training,
         out_dir,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
@@ -151,6 +152,7 @@ def simcse_run(
                 partial,
             ),
             keep_partial=True,
+            all_ranks=True,
         )
         if config.eval_tasks:
             after = run.stage(

@@ -1,0 +1,107 @@
+"""Several processes on this machine's CPU (gloo): the sliced loss equals one process's, and `torchrun` runs the
+commands end to end. The launched runs are small (tiny models) but real: DDP, gathering, rank-0 writes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from accelerate.data_loader import BatchSamplerShard
+from sentence_transformers import SentenceTransformer
+
+from hardcse.distributed import RankSlices, split_slices
+from test_curriculum import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
+
+ROWS, DIM = 5, 4
+
+
+def test_split_slices_and_what_each_rank_gets():
+    assert split_slices([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
+    assert split_slices([0, 1, 2, 3, 4, 5], 3) == [[0, 1], [2, 3], [4, 5]]
+    assert split_slices([7], 2) == [[7], [7]]  # a one-row batch: each process gets the row
+    inner = [[0, 1, 2], [3, 4, 5, 6], [7, 8]]  # batches of varying size, as a Data-CUBE plan has
+    per_rank = [list(BatchSamplerShard(RankSlices(inner, 2), 2, r, even_batches=False)) for r in range(2)]
+    assert per_rank[0] == [[0, 1], [3, 4], [7]] and per_rank[1] == [[2], [5, 6], [8]]
+    assert len(BatchSamplerShard(RankSlices(inner, 2), 2, 0, even_batches=False)) == 3  # one step per batch
+
+
+def _sliced_step(rank: int, world: int, init_file: str, out_file: str) -> None:
+    """One process of `test_sliced_loss_and_gradient_equal_one_process`: its slice of the batch, the loss, the
+    gradient averaged over the ranks as DDP does."""
+    from hardcse.encoder.contrastive import in_batch_contrastive_loss
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    encoder, x, mask = _problem()
+    rows = split_slices(list(range(ROWS)), world)[rank]
+    q, pos, neg = (encoder(x[i][rows]) for i in range(3))
+    loss = in_batch_contrastive_loss(q, pos, neg, tau=0.1, mask=mask[rows])
+    loss.backward()
+    for p in encoder.parameters():
+        torch.distributed.all_reduce(p.grad)
+        p.grad /= world
+    value = loss.detach().clone()
+    torch.distributed.all_reduce(value)
+    if rank == 0:
+        torch.save({"loss": value / world, "grad": [p.grad for p in encoder.parameters()]}, out_file)
+    torch.distributed.destroy_process_group()
+
+
+def _problem() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(3)
+    return torch.nn.Linear(DIM, DIM), torch.randn(3, ROWS, DIM), torch.tensor([1.0, 0.0, 1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_sliced_loss_and_gradient_equal_one_process(tmp_path, world):
+    from hardcse.encoder.contrastive import in_batch_contrastive_loss
+
+    torch.multiprocessing.spawn(
+        _sliced_step, args=(world, str(tmp_path / "init"), str(tmp_path / "out.pt")), nprocs=world, join=True
+    )
+    sliced = torch.load(tmp_path / "out.pt")
+    encoder, x, mask = _problem()
+    loss = in_batch_contrastive_loss(*(encoder(x[i]) for i in range(3)), tau=0.1, mask=mask)
+    loss.backward()
+    assert float(sliced["loss"]) == pytest.approx(loss.item(), rel=1e-5)
+    for ours, reference in zip(sliced["grad"], encoder.parameters(), strict=True):
+        torch.testing.assert_close(ours, reference.grad, rtol=1e-4, atol=1e-6)
+
+
+def launch(args: list[str], cwd: Path, processes: int = 2) -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node N -m hardcse.cli ARGS`` on this machine's CPU."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+    env = os.environ | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [*command, "-m", "hardcse.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_two_process_simcse_run(tiny_encoder_dir, triplet_file, tmp_path):
+    out = tmp_path / "run"
+    small = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=5", "eval_tasks=[STS-B-dev]"]
+    config = Path(__file__).parents[1] / "configs" / "simcse-sup.yaml"
+    args = ["simcse", "train", "--config", str(config), "--data", str(triplet_file), "--out", str(out)]
+    done = launch([*args, f"encoder={tiny_encoder_dir}", *small], tmp_path)
+    record = json.loads((out / "model" / "training.json").read_text())
+    assert record["world_size"] == 2 and record["steps"] == 3 and record["best_dev"] is not None
+    assert json.loads((out / "manifest.json").read_text())["runs"][-1]["world_size"] == 2
+    assert SentenceTransformer(str(out / "model")).encode(["a sentence"]).shape == (1, 32)
+    assert done.stdout.count("best STS-B dev") == 1  # rank 0 prints, the other rank is quiet
+    assert not (out / "model" / "checkpoints").exists() and not (out / "model.partial").exists()
+
+
+def test_two_process_datacube_run_trains_each_plan_batch_once(task_folder, tiny_encoder_dir, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    overrides = _tiny_overrides(tiny_encoder_dir, task_folder)
+    config = Path(__file__).parents[1] / "configs" / "datacube-smoke.yaml"
+    one_epoch = ["training.max_steps=-1", "training.epochs=1"]
+    launch(["datacube", "train", "--config", str(config), "--out", str(out), *overrides, *one_epoch], tmp_path)
+    record = json.loads((out / "model" / "training.json").read_text())
+    plan = json.loads((out / "plan" / "plan.json").read_text())
+    assert record["world_size"] == 2 and record["steps"] == len(plan["batches"])  # one step per plan batch
+    assert SentenceTransformer(str(out / "model")).encode(["a query"]).shape == (1, 32)
