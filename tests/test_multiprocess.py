@@ -105,3 +105,46 @@ def test_two_process_datacube_run_trains_each_plan_batch_once(task_folder, tiny_
     plan = json.loads((out / "plan" / "plan.json").read_text())
     assert record["world_size"] == 2 and record["steps"] == len(plan["batches"])  # one step per plan batch
     assert SentenceTransformer(str(out / "model")).encode(["a query"]).shape == (1, 32)
+
+
+ANCHORS = [f"the {s} {v} very {w}" for s in ("cat", "dog") for v in ("runs", "sleeps") for w in ("good", "bad")]
+
+
+def _synthesize(rank: int, world: int, init_file: str, models: tuple[str, str, str], out: str) -> None:
+    """One process of a sharded synthesis (world 1: the reference, without a process group)."""
+    import hardcse.art.synthesis as synthesis
+    from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
+    from hardcse.art.reward import DualReward
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+
+    if world > 1:
+        torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    lm, encoder, nli = models
+    reward = DualReward(NLIDiscriminator.load(nli), load_encoder(encoder), TuneConfig().reward)
+    generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=5)
+    sampled = []  # the batches this rank generated
+    sample = synthesis.sample
+    synthesis.sample = lambda model, tokenizer, prompts, *a, **kw: (
+        sampled.append(len(prompts)) or sample(model, tokenizer, prompts, *a, **kw)
+    )
+    synthesis.synthesize(lm, ANCHORS, generation, reward, FilterConfig(0.3, 0.3), out)
+    Path(out).mkdir(exist_ok=True)
+    (Path(out) / f"sampled-{rank}.json").write_text(json.dumps(sampled))
+    if world > 1:
+        torch.distributed.destroy_process_group()
+
+
+def test_sharded_synthesis_writes_the_one_process_files(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
+    models = (str(tiny_lm_dir), str(tiny_encoder_dir), str(tiny_nli_dir))
+    _synthesize(0, 1, "", models, str(tmp_path / "one"))
+    torch.multiprocessing.spawn(
+        _synthesize, args=(2, str(tmp_path / "init"), models, str(tmp_path / "two")), nprocs=2, join=True
+    )
+    for name in ("synthetic.jsonl", "triplets.csv"):  # 4 batches of 2 anchors: each rank generated two of them
+        assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    assert json.loads((tmp_path / "one" / "sampled-0.json").read_text()) == [4, 4, 4, 4]  # 2 anchors x 2 kinds
+    for rank in range(2):
+        assert json.loads((tmp_path / "two" / f"sampled-{rank}.json").read_text()) == [4, 4]
+    one, two = (json.loads((tmp_path / run / "synthesis.json").read_text()) for run in ("one", "two"))
+    assert two["anchors"] == one["anchors"] == len(ANCHORS) and two["kept"] == one["kept"]

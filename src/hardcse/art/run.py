@@ -189,7 +189,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done
-    folder.stage(f"round_{r}.synthesis", f"round_{r}/synthesis.json", run_synthesis, in_place=True)
+    folder.stage(f"round_{r}.synthesis", f"round_{r}/synthesis.json", run_synthesis, in_place=True, all_ranks=True)
 
     previous_eval = run.dir / f"round_{r - 1}" / "eval.json"
     encoder_dir = folder.stage(

@@ -3,6 +3,8 @@
 Every generation is kept in ``synthetic.jsonl`` with its parse status and reward parts; the triplets that pass
 the filter go to ``triplets.csv`` (SimCSE format). An anchor's texts depend only on the generator, the seed and
 the anchor (a random stream per anchor and kind), not on ``generator.batch_size`` or the anchors beside it.
+Under several processes each rank generates and scores every world_size-th batch of the one-process batching and
+rank 0 merges them in anchor order, then mines, filters and writes: the files equal the one-process files.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from hardcse.atomic import write_text_atomic
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
+from hardcse.distributed import gather_objects, rank_share, run_on_main
 from hardcse.errors import HardcseError
 
 
@@ -86,9 +89,11 @@ def synthesize(
     per_batch = max(1, generation.batch_size // len(written_kinds))
     # anchors by length, so a batch pads little; records are written back in the anchors' order
     order = sorted(range(len(anchors)), key=lambda i: len(anchors[i]))
+    batches = [order[i : i + per_batch] for i in range(0, len(anchors), per_batch)]
     by_position: dict[int, dict] = {}
-    for i in tqdm(range(0, len(anchors), per_batch), desc="generate", unit="batch"):
-        rows = order[i : i + per_batch]
+    # several processes: each takes every world_size-th batch, the same batches one process would make, so the
+    # merged file is byte for byte the one-process file (module doc)
+    for rows in tqdm([batches[k] for k in rank_share(len(batches))], desc="generate", unit="batch"):
         batch = [anchors[r] for r in rows]
         kinds = [kind for kind in written_kinds for _ in batch]
         pair_anchors = batch * len(written_kinds)
@@ -107,24 +112,31 @@ def synthesize(
             for k, kind in enumerate(written_kinds):
                 record |= _scored(kind, samples.texts[k * len(batch) + j], parsed, parts, k * len(batch) + j)
             by_position[rows[j]] = record
+    shares = gather_objects((by_position, tokens))  # every rank's records (one process: its own)
+    by_position = {position: record for share, _ in shares for position, record in share.items()}
+    tokens = sum(n for _, n in shares)
     records = [by_position[i] for i in range(len(anchors))]
-    if mine_from is not None:
-        _add_mined_negatives(records, mine_from, reward, mining or MiningConfig())
-    for record in records:
-        record["drop_reason"] = drop_reason(record, filter_config)
-    seconds = time.perf_counter() - start
-    write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
-    kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
-    write_triplets(out_dir / "triplets.csv", kept)
-    report = SynthesisReport(
-        anchors=len(records),
-        kept=len(kept),
-        seconds=seconds,
-        tokens_per_second=tokens / seconds if seconds else 0.0,
-        drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
-    )
-    write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
-    return report
+
+    def filter_and_write() -> SynthesisReport:
+        if mine_from is not None:
+            _add_mined_negatives(records, mine_from, reward, mining or MiningConfig())
+        for record in records:
+            record["drop_reason"] = drop_reason(record, filter_config)
+        seconds = time.perf_counter() - start
+        write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
+        kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
+        write_triplets(out_dir / "triplets.csv", kept)
+        report = SynthesisReport(
+            anchors=len(records),
+            kept=len(kept),
+            seconds=seconds,
+            tokens_per_second=tokens / seconds if seconds else 0.0,
+            drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
+        )
+        write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
+        return report
+
+    return run_on_main(filter_and_write)  # rank 0 mines, filters and writes the merged records
 
 
 def _scored(kind: str, raw: str | None, parsed: list[Parsed], parts: RewardParts, k: int) -> dict:
@@ -196,6 +208,6 @@ def synthesis_run(
             reward = DualReward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
             synthesize(source, texts, config.generator, reward, config.filter, run.dir)
 
-        done = run.stage("synthesis", "synthesis.json", build, in_place=True)
+        done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)
         run.finish()
     return json.loads(done.read_text(encoding="utf-8"))
