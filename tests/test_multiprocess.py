@@ -13,6 +13,7 @@ from accelerate.data_loader import BatchSamplerShard
 from sentence_transformers import SentenceTransformer
 
 from hardcse.distributed import RankSlices, split_slices
+from test_art_run import run_config  # noqa: F401  (a fixture)
 from test_curriculum import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
 
 ROWS, DIM = 5, 4
@@ -148,3 +149,17 @@ def test_sharded_synthesis_writes_the_one_process_files(tiny_lm_dir, tiny_encode
         assert json.loads((tmp_path / "two" / f"sampled-{rank}.json").read_text()) == [4, 4]
     one, two = (json.loads((tmp_path / run / "synthesis.json").read_text()) for run in ("one", "two"))
     assert two["anchors"] == one["anchors"] == len(ANCHORS) and two["kept"] == one["kept"]
+
+
+def test_two_process_art_run(run_config, tmp_path):  # noqa: F811
+    """A whole ART round on 2 processes: PPO on each rank's rollouts with averaged gradients, sharded synthesis,
+    DDP encoder training, rank-0 evaluation and report."""
+    out = tmp_path / "art"
+    launch(["art", "run", "--config", str(run_config), "--out", str(out), "rounds=1"], tmp_path)
+    rl_log = [json.loads(line) for line in (out / "round_1" / "generator" / "rl_log.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rl_log] == [1, 2]  # one line a step (rank 0 logs the ranks' mean)
+    assert (out / "round_1" / "synthesis.json").is_file() and (out / "report.md").is_file()
+    assert json.loads((out / "round_1" / "training.json").read_text())["trained"]
+    assert SentenceTransformer(str(out / "round_1" / "encoder")).encode(["x y z"]).shape == (1, 32)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runs"][-1]["world_size"] == 2 and all("end" in stage for stage in manifest["stages"].values())

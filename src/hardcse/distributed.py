@@ -93,6 +93,24 @@ def gather_objects(obj: T) -> list[T]:
     return out
 
 
+def all_ranks_true(flag: bool) -> bool:
+    """Whether ``flag`` holds on every rank (a decision every rank must take the same way, e.g. to skip an update
+    whose gradients the others would wait for)."""
+    return all(gather_objects(bool(flag)))
+
+
+def mean_over_ranks(numbers: dict) -> dict:
+    """``numbers`` with each int or float value replaced by its mean over the ranks (others: rank 0's value)."""
+    if world_size() == 1:
+        return numbers
+    shares = gather_objects(numbers)
+    out = dict(shares[0])
+    for key, value in shares[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and key != "step":
+            out[key] = sum(float(share[key]) for share in shares) / len(shares)
+    return out
+
+
 def gather_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     """The rows of ``x`` from every rank, in rank order, with gradients flowing back to each rank's own rows
     (ranks may hold different numbers of rows); and the index of this rank's first row among them."""
@@ -132,6 +150,12 @@ def average_gradients(parameters: Iterable[torch.nn.Parameter]) -> None:
 def rank_share(n: int) -> range:
     """The indices ``range(n)`` this rank takes: every ``world_size``-th one from its rank."""
     return range(rank(), n, world_size())
+
+
+def rank_block(n: int) -> slice:
+    """The rows this rank takes of ``n`` rows that every rank shares equally: its consecutive block."""
+    size = n // world_size()
+    return slice(rank() * size, (rank() + 1) * size)
 
 
 def split_slices(batch: list[int], parts: int) -> list[list[int]]:

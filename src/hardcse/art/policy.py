@@ -4,6 +4,7 @@ The policy is the LM with a LoRA adapter, the reference the same LM with the ada
 sampled and every forward runs in eval mode with dropout off (TRL does the same), and the log-probs a rollout
 keeps (``old_logprobs``) come from the very forward the update runs, over the same minibatch rows: before
 the first update the ratio pi / pi_old is exactly 1. Only the generated positions go through the LM head.
+Under several processes each rank optimises on its own rollouts and every update averages the gradients.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import nn
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.prefix import continue_rows
 from hardcse.art.generator.sampling import Samples, decoder_and_head, sample
+from hardcse.distributed import all_ranks_true, average_gradients, world_size
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +195,7 @@ class PolicyTrainer:
         self.step_count += 1
         stats: dict = {"step": self.step_count, **reward_stats}
         tensors = (rollout.scores, rollout.old_logprobs, rollout.ref_logprobs, rollout.advantages)
-        if not all(torch.isfinite(t).all() for t in tensors):
+        if not all_ranks_true(all(torch.isfinite(t).all() for t in tensors)):
             self.skipped_batches += 1
             log.warning("step %d: non-finite rollout values, batch skipped", self.step_count)
             return {**stats, **timings, "skipped": True, "skipped_batches": self.skipped_batches}
@@ -201,7 +203,7 @@ class PolicyTrainer:
         mask = rollout.samples.response_mask
         return (
             stats
-            | self.step_stats(rollout, len(prompts))
+            | self.step_stats(rollout, len(prompts) * world_size())
             | {
                 "score": float(rollout.scores.mean()),
                 "response_tokens": float(mask.sum(dim=1).mean()),
@@ -228,12 +230,13 @@ class PolicyTrainer:
     def apply(self, loss: torch.Tensor) -> bool:
         """One optimizer update with gradient clipping; False (and no update) for a non-finite loss."""
         self.optimizer.zero_grad(set_to_none=True)
-        if not torch.isfinite(loss):
+        if not all_ranks_true(torch.isfinite(loss)):  # every rank skips together (one rank's NaN: all skip)
             self.skipped_batches += 1
             log.warning("step %d: non-finite loss, minibatch skipped", self.step_count)
             return False
         loss.backward()
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        average_gradients(params)  # several processes: the LoRA and value-head gradients of every rank's rollouts
         torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
         self.optimizer.step()
         return True

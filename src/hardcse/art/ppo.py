@@ -17,6 +17,7 @@ from torch import nn
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.sampling import Samples
 from hardcse.art.policy import PolicyTrainer, Rollout, masked_mean
+from hardcse.distributed import mean_over_ranks
 
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -142,7 +143,7 @@ class PPOTrainer(PolicyTrainer):
         }
 
     def step_stats(self, rollout: Rollout, n_prompts: int) -> dict:
-        mean_kl = float(rollout.extra["kl"].sum(dim=1).mean())
+        mean_kl = mean_over_ranks({"kl": float(rollout.extra["kl"].sum(dim=1).mean())})["kl"]  # one controller
         if self.config.adaptive_kl:
             self.kl.update(mean_kl, n_prompts)
         return {"kl": mean_kl, "kl_coef": self.kl.value}

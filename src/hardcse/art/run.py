@@ -31,6 +31,7 @@ from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.discriminator.train import train_nli
+from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.errors import HardcseError
@@ -115,6 +116,7 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
             "discriminator",
             lambda partial: train_nli(config.discriminator_training, partial),
             keep_partial=True,
+            all_ranks=True,
         )
         discriminator_source = str(folder.dir / "discriminator")
     else:
@@ -134,7 +136,7 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     from hardcse.art.report import write_report
 
     folder.finish()
-    write_report(folder.dir)
+    run_on_main(lambda: write_report(folder.dir))
     return Path(encoder_source)
 
 
@@ -160,8 +162,9 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             lambda partial: tune_generator(
                 tune, round_dir / "rl", partial, train_anchors=anchors.rl, discriminator=run.discriminator
             ),
+            all_ranks=True,
         )
-        shutil.rmtree(round_dir / "rl", ignore_errors=True)  # its checkpoint is now generator/
+        run_on_main(lambda: shutil.rmtree(round_dir / "rl", ignore_errors=True))  # its checkpoint is generator/
         synthesis_generator = str(generator_dir)
         if config.continue_generator:
             generator_source = synthesis_generator
@@ -197,6 +200,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         f"round_{r}/encoder",
         lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling, previous_eval),
         keep_partial=True,
+        all_ranks=True,
     )
     folder.stage(
         f"round_{r}.eval",
@@ -211,6 +215,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             f"round_{r}.heldout",
             f"round_{r}/heldout.json",
             lambda partial: _compare_on_held_out(run, round_dir, encoder_source, pooling, synthesis_generator, partial),
+            all_ranks=True,  # its two syntheses are sharded
         )
     return str(encoder_dir), generator_source
 
@@ -225,7 +230,8 @@ def _compare_on_held_out(
     result = held_out_comparison(
         config, run.discriminator, reward_encoder, tuned_generator, round_dir / "heldout", config.heldout_anchors
     )
-    write_json_atomic(out, result)
+    if is_main():
+        write_json_atomic(out, result)
 
 
 def tune_config(config: ArtRunConfig) -> TuneConfig:
@@ -252,8 +258,9 @@ def _train_round_encoder(
     record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
     if not data:
         record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
-        model.save(str(out))
-    else:
+        if is_main():
+            model.save(str(out))
+    else:  # under several processes every rank trains (DDP); rank 0 writes
         outcome = train_simcse(model, data, "sup", config.encoder_training, out)
         record.update(
             trained=True,
@@ -263,11 +270,13 @@ def _train_round_encoder(
         )
         if config.keep_better_encoder and not (outcome.best_dev is not None and outcome.best_dev > previous_dev):
             record.update(handed_on="previous", why="training did not beat the previous encoder on STS-B dev")
-            shutil.rmtree(out)
-            load_encoder(source, pooling, device="cpu").save(str(out))  # a copy
+            if is_main():
+                shutil.rmtree(out)
+                load_encoder(source, pooling, device="cpu").save(str(out))  # a copy
         else:
             record["handed_on"] = "trained"
-    write_json_atomic(round_dir / "training.json", record)
+    if is_main():
+        write_json_atomic(round_dir / "training.json", record)
 
 
 def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str], device: str) -> None:

@@ -2,7 +2,9 @@
 
 PPO (the paper's) or GRPO, by ``rl.algorithm``. Work folder: ``rl_log.jsonl`` (one line per step),
 ``rl_curves.png``, ``checkpoint/`` (adapter + optimizer state, every ``save_every`` steps); the final adapter
-with its log and curves goes to ``final_dir`` (a folder ``hardcse art generate`` takes).
+with its log and curves goes to ``final_dir`` (a folder ``hardcse art generate`` takes). Under several processes
+each rank samples its block of every step's rollouts (from its own random stream) and the updates average the
+gradients (hardcse/art/policy.py); rank 0 logs the ranks' mean numbers and writes the checkpoints.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from hardcse.art.reward import DualReward
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
+from hardcse.distributed import is_main, mean_over_ranks, rank, rank_block, run_on_main, world_size
 from hardcse.encoder.build import load_encoder
+from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +100,8 @@ def tune_generator(
     reward = DualReward(
         discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward
     )
-    recover_dir(checkpoint)  # a kill while the checkpoint was being replaced leaves a complete one in place
+    check_rank_shares(config)
+    run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
     resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
@@ -104,17 +109,8 @@ def tune_generator(
     trainer = make_trainer(model, tokenizer, config)
     if resuming:
         trainer.load_state(checkpoint)
-        # steps logged after the checkpoint are redone; a torn last line (killed mid-write) is dropped
-        logged, torn = read_jsonl_log(log_path) if log_path.is_file() else ([], 0)
-        kept = [row for row in logged if row["step"] <= trainer.step_count]
-        write_text_atomic(log_path, jsonl_text(kept))
-        log.info(
-            "resuming after step %d (dropped %d logged step(s) after the checkpoint, %d torn line(s))",
-            trainer.step_count,
-            len(logged) - len(kept),
-            torn,
-        )
-    elif log_path.exists():
+        run_on_main(lambda: _trim_log(log_path, trainer.step_count))
+    elif log_path.exists() and is_main():
         log_path.unlink()
 
     rl = config.rl
@@ -122,24 +118,63 @@ def tune_generator(
         while trainer.step_count < rl.steps:
             step = trainer.step_count + 1
             anchors, kinds, groups = step_prompts(config, train_anchors, step)
+            share = rank_block(len(anchors))  # several processes: each samples its block of the step's rollouts
+            anchors, kinds, groups = anchors[share], kinds[share], groups[share]
             prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
-            torch.manual_seed(rl.seed + step)  # the same step samples the same way after a resume
-            stats = trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds))
-            with log_path.open("a", encoding="utf-8") as fh:
-                append_jsonl(fh, stats)
+            torch.manual_seed(rl.seed + step + RANK_SEED_STRIDE * rank())  # a resumed step samples the same way
+            stats = mean_over_ranks(trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds)))
+            if is_main():
+                with log_path.open("a", encoding="utf-8") as fh:
+                    append_jsonl(fh, stats)
             bar.update(1)
             bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
             if trainer.step_count % rl.save_every == 0 or trainer.step_count == rl.steps:
-                tmp = out_dir / "checkpoint.tmp"
-                shutil.rmtree(tmp, ignore_errors=True)
-                trainer.save(tmp, base_model_source(config.generator.model))
-                replace_dir(tmp, checkpoint)
-    plot_rl_log(log_path, out_dir / RL_CURVES_PNG)
+                run_on_main(lambda: _save_checkpoint(trainer, config, out_dir))
+    run_on_main(lambda: _finish(out_dir, final))
+    return final
+
+
+RANK_SEED_STRIDE = 1_000_003  # rank r samples from seed + step + r * stride (rank 0: the one-process stream)
+
+
+def check_rank_shares(config: TuneConfig) -> None:
+    """Several processes share each step's rollouts equally (GRPO: whole groups), or refuse to start."""
+    n, unit = config.rl.batch_size, (config.rl.group_size if config.rl.algorithm == "grpo" else 1)
+    if (n // unit) % world_size():
+        what = f"{n // unit} groups of {unit}" if unit > 1 else f"{n} rollouts"
+        raise HardcseError(
+            f"rl.batch_size: {n} ({what}) cannot be shared equally by {world_size()} processes; "
+            f"give a batch size whose {'groups' if unit > 1 else 'rollouts'} divide by {world_size()}"
+        )
+
+
+def _trim_log(log_path: Path, step_count: int) -> None:
+    """Steps logged after the checkpoint are redone; a torn last line (killed mid-write) is dropped."""
+    logged, torn = read_jsonl_log(log_path) if log_path.is_file() else ([], 0)
+    kept = [row for row in logged if row["step"] <= step_count]
+    write_text_atomic(log_path, jsonl_text(kept))
+    log.info(
+        "resuming after step %d (dropped %d logged step(s) after the checkpoint, %d torn line(s))",
+        step_count,
+        len(logged) - len(kept),
+        torn,
+    )
+
+
+def _save_checkpoint(trainer: PolicyTrainer, config: TuneConfig, out_dir: Path) -> None:
+    tmp = out_dir / "checkpoint.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save(tmp, base_model_source(config.generator.model))
+    replace_dir(tmp, out_dir / "checkpoint")
+
+
+def _finish(out_dir: Path, final: Path) -> None:
+    """The curves, then the last checkpoint with its log and curves as the tuned generator ``final``."""
+    plot_rl_log(out_dir / RL_LOG, out_dir / RL_CURVES_PNG)
     shutil.rmtree(final, ignore_errors=True)
-    shutil.copytree(checkpoint, final)
+    shutil.copytree(out_dir / "checkpoint", final)
     for name in (RL_LOG, RL_CURVES_PNG):
         shutil.copy2(out_dir / name, final / name)
-    return final
 
 
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
@@ -154,7 +189,9 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
         {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
     )
     with folder as run:
-        final = run.stage("generator", "generator", lambda partial: tune_generator(config, run.dir / "rl", partial))
-        shutil.rmtree(run.dir / "rl", ignore_errors=True)  # its checkpoint is now generator/
+        final = run.stage(
+            "generator", "generator", lambda partial: tune_generator(config, run.dir / "rl", partial), all_ranks=True
+        )
+        run_on_main(lambda: shutil.rmtree(run.dir / "rl", ignore_errors=True))  # its checkpoint is now generator/
         run.finish()
     return final
