@@ -12,9 +12,12 @@ import torch
 from accelerate.data_loader import BatchSamplerShard
 from sentence_transformers import SentenceTransformer
 
+from hardcse.config import save_config
 from hardcse.distributed import RankSlices, split_slices
+from hardcse.encoder.build import load_encoder
 from test_art_run import run_config  # noqa: F401  (a fixture)
 from test_curriculum import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
+from test_diffaug import nli_file  # noqa: F401  (a fixture)
 
 ROWS, DIM = 5, 4
 
@@ -78,7 +81,9 @@ def launch(args: list[str], cwd: Path, processes: int = 2) -> subprocess.Complet
     done = subprocess.run(
         [*command, "-m", "hardcse.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, "\n".join(
+        line for line in done.stderr.splitlines() if "Error" in line or "File" in line
+    )[-3000:]
     return done
 
 
@@ -94,6 +99,31 @@ def test_two_process_simcse_run(tiny_encoder_dir, triplet_file, tmp_path):
     assert SentenceTransformer(str(out / "model")).encode(["a sentence"]).shape == (1, 32)
     assert done.stdout.count("best STS-B dev") == 1  # rank 0 prints, the other rank is quiet
     assert not (out / "model" / "checkpoints").exists() and not (out / "model.partial").exists()
+
+
+def test_two_process_training_takes_the_one_process_steps(tiny_bert_dir, triplet_file, tmp_path):
+    """With dropout off, two SimCSE steps on 2 processes (DDP, sliced batches, gathered negatives) end at the
+    weights one process reaches."""
+    from safetensors.torch import load_file
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from hardcse.cli import main
+
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    transformer = Transformer(str(tiny_bert_dir), max_seq_length=64, config_kwargs=no_dropout)
+    SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(tmp_path / "encoder"))
+    config = Path(__file__).parents[1] / "configs" / "simcse-sup.yaml"
+    args = ["simcse", "train", "--config", str(config), "--data", str(triplet_file), f"encoder={tmp_path / 'encoder'}"]
+    args += ["training.max_steps=2", "training.batch_size=8", "training.learning_rate=1e-2", "eval_tasks=[]"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    launch([*args, "--out", str(tmp_path / "two")], tmp_path)
+    start, one, two = (
+        load_file(str(tmp_path / d / "model.safetensors")) for d in ("encoder", "one/model", "two/model")
+    )
+    assert max(float((one[k] - start[k]).abs().max()) for k in one) > 1e-3  # the steps moved the weights
+    for key in one:
+        torch.testing.assert_close(two[key], one[key], rtol=0, atol=1e-4)
 
 
 def test_two_process_datacube_run_trains_each_plan_batch_once(task_folder, tiny_encoder_dir, tmp_path):  # noqa: F811
@@ -163,3 +193,19 @@ def test_two_process_art_run(run_config, tmp_path):  # noqa: F811
     assert SentenceTransformer(str(out / "round_1" / "encoder")).encode(["x y z"]).shape == (1, 32)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["runs"][-1]["world_size"] == 2 and all("end" in stage for stage in manifest["stages"].values())
+
+
+def test_two_process_diffaug_run_both_stages(tiny_encoder_dir, nli_file, corpus, tmp_path):  # noqa: F811
+    """Stage 1 (prefix-tuning, its diagnostics on every rank, written by rank 0) and stage 2 with the auxiliary
+    classifier (a loss-owned module whose gradients the ranks average)."""
+    from test_diffaug import tiny_config
+
+    config = tmp_path / "diffaug.yaml"
+    save_config(tiny_config(tiny_encoder_dir, nli_file, corpus, **{"stage2.aux_weight": "0.1"}), config)
+    out = tmp_path / "run"
+    launch(["diffaug", "train", "--config", str(config), "--out", str(out)], tmp_path)
+    stage1 = json.loads((out / "stage1" / "stage1.json").read_text())
+    assert stage1["steps_run"] == 4 and len((out / "stage1" / "diagnostics.jsonl").read_text().splitlines()) == 3
+    record = json.loads((out / "model" / "training.json").read_text())
+    assert record["world_size"] == 2 and record["steps"] == 3
+    assert load_encoder(str(out / "model")).encode(["a sentence"]).shape == (1, 32)

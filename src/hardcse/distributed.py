@@ -220,14 +220,16 @@ class SlicedSampler:
 
 
 def default_batch_sampler(choice: Any, dataset: Any, **kwargs: Any) -> Any:
-    """The batch sampler sentence-transformers builds for ``choice`` (a factory or a ``BatchSamplers`` value)."""
+    """The batch sampler sentence-transformers builds for ``choice`` (a factory or a ``BatchSamplers`` value), as
+    its trainer builds it (``SentenceTransformerTrainer.get_batch_sampler``): the same rows in the same order."""
     from sentence_transformers.base.sampler import DefaultBatchSampler, NoDuplicatesBatchSampler
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    from torch.utils.data import RandomSampler
 
     if callable(choice):
         return choice(dataset, **kwargs)
     if choice == BatchSamplers.NO_DUPLICATES:
         return NoDuplicatesBatchSampler(dataset, **kwargs)
     if choice in (None, BatchSamplers.BATCH_SAMPLER):
-        return DefaultBatchSampler(dataset, **kwargs)
+        return DefaultBatchSampler(RandomSampler(dataset, generator=kwargs.get("generator")), **kwargs)
     raise ValueError(f"no sliced version of batch sampler {choice!r}")

@@ -173,6 +173,11 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "data_seed": settings.seed,
         "report_to": "none",
         "dataloader_pin_memory": False,
+        # several processes: a loss runs the model once per column (DiffAug: one prefix view each), and DDP's search
+        # for unused parameters after each forward would mark a parameter ready twice; a static graph (the same
+        # parameters every step) lets DDP find the unused ones (e.g. BERT's pooler) once instead
+        "ddp_find_unused_parameters": False,
+        "ddp_static_graph": True,
         # auto on a machine without a GPU is the CPU too: under a launcher the trainer's process group is then gloo
         "use_cpu": resolve_device(settings.device, "training.device").type == "cpu",
     }

@@ -146,8 +146,8 @@ class PrefixedTransformer(Transformer):
 
 
 def prefixed(model: SentenceTransformer) -> PrefixedTransformer | None:
-    """The model's prefixed transformer, or None for a plain encoder."""
-    first = model[0]
+    """The model's prefixed transformer, or None for a plain encoder (a model DDP wraps: the wrapped one's)."""
+    first = getattr(model, "module", model)[0]
     return first if isinstance(first, PrefixedTransformer) else None
 
 
