@@ -74,9 +74,16 @@ def test_sliced_loss_and_gradient_equal_one_process(tmp_path, world):
         torch.testing.assert_close(ours, reference.grad, rtol=1e-4, atol=1e-6)
 
 
-def launch(args: list[str], cwd: Path, processes: int = 2) -> subprocess.CompletedProcess:
-    """``torchrun --nproc_per_node N -m hardcse.cli ARGS`` on this machine's CPU."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+LAUNCHERS = {
+    "torchrun": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"],
+    # accelerate's --cpu starts one process without MPI; --multi_gpu starts torchrun's, which then find no GPU
+    "accelerate": [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2"],
+}
+
+
+def launch(args: list[str], cwd: Path, launcher: str = "torchrun") -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node 2 -m hardcse.cli ARGS`` (or accelerate's launcher) on this machine's CPU."""
+    command = LAUNCHERS[launcher]
     env = os.environ | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [*command, "-m", "hardcse.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
@@ -87,12 +94,13 @@ def launch(args: list[str], cwd: Path, processes: int = 2) -> subprocess.Complet
     return done
 
 
-def test_two_process_simcse_run(tiny_encoder_dir, triplet_file, tmp_path):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_two_process_simcse_run(tiny_encoder_dir, triplet_file, tmp_path, launcher):
     out = tmp_path / "run"
     small = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=5", "eval_tasks=[STS-B-dev]"]
     config = Path(__file__).parents[1] / "configs" / "simcse-sup.yaml"
     args = ["simcse", "train", "--config", str(config), "--data", str(triplet_file), "--out", str(out)]
-    done = launch([*args, f"encoder={tiny_encoder_dir}", *small], tmp_path)
+    done = launch([*args, f"encoder={tiny_encoder_dir}", *small], tmp_path, launcher)
     record = json.loads((out / "model" / "training.json").read_text())
     assert record["world_size"] == 2 and record["steps"] == 3 and record["best_dev"] is not None
     assert json.loads((out / "manifest.json").read_text())["runs"][-1]["world_size"] == 2
