@@ -13,6 +13,7 @@ from accelerate.data_loader import BatchSamplerShard
 from sentence_transformers import SentenceTransformer
 
 from hardcse.config import save_config
+from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.distributed import RankSlices, split_slices
 from hardcse.encoder.build import load_encoder
 from test_art_run import run_config  # noqa: F401  (a fixture)
@@ -217,3 +218,19 @@ def test_two_process_diffaug_run_both_stages(tiny_encoder_dir, nli_file, corpus,
     record = json.loads((out / "model" / "training.json").read_text())
     assert record["world_size"] == 2 and record["steps"] == 3
     assert load_encoder(str(out / "model")).encode(["a sentence"]).shape == (1, 32)
+
+
+def test_two_process_nli_training(tiny_bert_dir, tmp_path):
+    """The NLI discriminator (a CrossEncoder and its trainer) on 2 processes: 64 pairs, batches of 16."""
+    dev = tmp_path / "dev.tsv"
+    dev.write_text(
+        "premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n"
+    )
+    config = Path(__file__).parents[1] / "configs" / "nli-discriminator.yaml"
+    overrides = [f"base_model={tiny_bert_dir}", "max_examples=64", "training.batch_size=16", "training.max_steps=-1"]
+    overrides += ["training.epochs=1", "training.eval_steps=2", f"dev_files=[{dev}]"]
+    out = tmp_path / "nli"
+    launch(["nli", "train", "--config", str(config), "--out", str(out), "--no-eval", *overrides], tmp_path)
+    record = json.loads((out / "model" / "training.json").read_text())
+    assert record["world_size"] == 2 and record["steps"] == 4  # 64 pairs in batches of 16, one step a batch
+    assert NLIDiscriminator.load(str(out)).predict_proba(["A man sleeps."], ["A man rests."]).shape == (1, 3)
