@@ -18,6 +18,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import torch
@@ -26,6 +27,7 @@ from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+WAIT_FOR_RANK_0 = timedelta(hours=6)  # torch's default (10 min with NCCL) is shorter than a long evaluation
 
 
 def launched_world_size() -> int:
@@ -35,11 +37,12 @@ def launched_world_size() -> int:
 
 def join_process_group() -> None:
     """Under a launcher, start accelerate's process group: NCCL on a GPU machine, gloo on a CPU-only one (accelerate
-    leaves a CPU machine undistributed unless told ``cpu``); the trainer then joins the same group."""
+    leaves a CPU machine undistributed unless told ``cpu``); the trainer then joins the same group. The other ranks
+    wait for rank 0's stages (an evaluation, a Data-CUBE plan) for up to ``WAIT_FOR_RANK_0``."""
     if launched_world_size() > 1 and not _initialized():
         from accelerate import PartialState
 
-        PartialState(cpu=not torch.cuda.is_available())
+        PartialState(cpu=not torch.cuda.is_available(), timeout=WAIT_FOR_RANK_0)
 
 
 def _initialized() -> bool:

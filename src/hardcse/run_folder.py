@@ -190,10 +190,13 @@ class RunFolder:
         start = time.perf_counter()
         final.parent.mkdir(parents=True, exist_ok=True)
         barrier()  # rank 0 has removed a stale partial output
-        if all_ranks:
+        def build_on_this_rank() -> None:  # build's value stays here (it need not pickle)
             build(partial)
+
+        if all_ranks:
+            build_on_this_rank()
         else:
-            run_on_main(lambda: build(partial) and None)  # its value stays on rank 0 (it need not pickle)
+            run_on_main(build_on_this_rank)
 
         def complete() -> None:
             if not partial.exists():
