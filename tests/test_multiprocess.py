@@ -82,6 +82,42 @@ LAUNCHERS = {
 }
 
 
+def _collectives(rank: int, world: int, init_file: str, out_file: str) -> None:
+    """One process of `test_collectives_on_two_processes`: each rank's view, written to its own file."""
+    from hardcse.distributed import all_ranks_true, mean_over_ranks, run_on_main
+    from hardcse.errors import HardcseError
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    seen: dict = {
+        "mean": mean_over_ranks({"step": 4, "x": float(rank), "y": None if rank == 0 else 2.0, "z": None, "f": True}),
+        "agree": [all_ranks_true(True), all_ranks_true(rank == 0)],
+        "value": run_on_main(lambda: {"from": "rank 0"}),
+    }
+
+    def fails() -> None:
+        raise HardcseError("data.csv line 3: no anchor")
+
+    try:
+        run_on_main(fails)
+    except HardcseError as e:
+        seen["error"] = str(e)
+    Path(f"{out_file}.{rank}").write_text(json.dumps(seen))
+    torch.distributed.destroy_process_group()
+
+
+def test_collectives_on_two_processes(tmp_path):
+    """Numbers averaged (a rank without a value left out), decisions agreed, rank 0's value and its user error
+    reach every rank (no rank waits for ever)."""
+    out = str(tmp_path / "seen")
+    torch.multiprocessing.spawn(_collectives, args=(2, str(tmp_path / "init"), out), nprocs=2, join=True)
+    for rank in range(2):
+        seen = json.loads(Path(f"{out}.{rank}").read_text())
+        assert seen["mean"] == {"step": 4, "x": 0.5, "y": 2.0, "z": None, "f": True}
+        assert seen["agree"] == [True, False]
+        assert seen["value"] == {"from": "rank 0"}
+        assert seen["error"] == "data.csv line 3: no anchor"
+
+
 def launch(args: list[str], cwd: Path, launcher: str = "torchrun") -> subprocess.CompletedProcess:
     """``torchrun --nproc_per_node 2 -m hardcse.cli ARGS`` (or accelerate's launcher) on this machine's CPU."""
     command = LAUNCHERS[launcher]

@@ -103,14 +103,18 @@ def all_ranks_true(flag: bool) -> bool:
 
 
 def mean_over_ranks(numbers: dict) -> dict:
-    """``numbers`` with each int or float value replaced by its mean over the ranks (others: rank 0's value)."""
+    """``numbers`` with each number replaced by the mean of the ranks' values (a rank whose value is None, e.g. a
+    mean over none of its rows, is left out; None when every rank's is); ``step``, flags and text: rank 0's."""
     if world_size() == 1:
         return numbers
     shares = gather_objects(numbers)
     out = dict(shares[0])
-    for key, value in shares[0].items():
-        if isinstance(value, int | float) and not isinstance(value, bool) and key != "step":
-            out[key] = sum(float(share[key]) for share in shares) / len(shares)
+    for key in out:
+        values = [share.get(key) for share in shares]
+        if key == "step" or any(isinstance(v, bool) or not isinstance(v, int | float | None) for v in values):
+            continue
+        present = [float(v) for v in values if v is not None]
+        out[key] = sum(present) / len(present) if present else None
     return out
 
 
