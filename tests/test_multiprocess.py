@@ -270,3 +270,16 @@ def test_two_process_nli_training(tiny_bert_dir, tmp_path):
     record = json.loads((out / "model" / "training.json").read_text())
     assert record["world_size"] == 2 and record["steps"] == 4  # 64 pairs in batches of 16, one step a batch
     assert NLIDiscriminator.load(str(out)).predict_proba(["A man sleeps."], ["A man rests."]).shape == (1, 3)
+
+
+def test_rl_refuses_a_batch_the_processes_cannot_share(monkeypatch):
+    import hardcse.art.tuning as tuning
+    from hardcse.art.config import RLConfig
+    from hardcse.errors import HardcseError
+
+    monkeypatch.setattr(tuning, "world_size", lambda: 3)
+    tuning.check_rank_shares(RLConfig(batch_size=6, minibatch_size=2))  # 2 rollouts each
+    with pytest.raises(HardcseError, match=r"rl.batch_size: 4 \(4 rollouts\) cannot be shared equally by 3"):
+        tuning.check_rank_shares(RLConfig(batch_size=4, minibatch_size=2))
+    with pytest.raises(HardcseError, match=r"\(2 groups of 4\).*groups divide by 3"):
+        tuning.check_rank_shares(RLConfig(algorithm="grpo", batch_size=8, group_size=4, minibatch_size=4))

@@ -190,6 +190,7 @@ class RunFolder:
         start = time.perf_counter()
         final.parent.mkdir(parents=True, exist_ok=True)
         barrier()  # rank 0 has removed a stale partial output
+
         def build_on_this_rank() -> None:  # build's value stays here (it need not pickle)
             build(partial)
 

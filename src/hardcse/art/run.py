@@ -24,7 +24,7 @@ from hardcse.art.anchors import split_anchors
 from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
 from hardcse.art.judge import judge_records
 from hardcse.art.synthesis import synthesize
-from hardcse.art.tuning import tune_generator
+from hardcse.art.tuning import check_rank_shares, tune_generator
 from hardcse.atomic import write_json_atomic
 from hardcse.data.jsonl import read_jsonl
 from hardcse.data.sts import DEV_TASK
@@ -74,6 +74,8 @@ def round_anchors(train: list[str], config: ArtRunConfig) -> list[RoundAnchors]:
 def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     """The checks that need files (the config checked its own values when it was built); returns the anchors
     of each round."""
+    if config.tune_generator:
+        check_rank_shares(config.rl)
     if config.mix_triplets and not Path(config.mix_triplets).is_file():
         raise HardcseError(f"mix_triplets: {config.mix_triplets}: no such file")
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}

@@ -19,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from hardcse.art.anchors import anchors_for_step, split_anchors
-from hardcse.art.config import TuneConfig
+from hardcse.art.config import RLConfig, TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
@@ -100,7 +100,7 @@ def tune_generator(
     reward = DualReward(
         discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward
     )
-    check_rank_shares(config)
+    check_rank_shares(config.rl)
     run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
     resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model
@@ -137,9 +137,9 @@ def tune_generator(
 RANK_SEED_STRIDE = 1_000_003  # rank r samples from seed + step + r * stride (rank 0: the one-process stream)
 
 
-def check_rank_shares(config: TuneConfig) -> None:
+def check_rank_shares(rl: RLConfig) -> None:
     """Several processes share each step's rollouts equally (GRPO: whole groups), or refuse to start."""
-    n, unit = config.rl.batch_size, (config.rl.group_size if config.rl.algorithm == "grpo" else 1)
+    n, unit = rl.batch_size, (rl.group_size if rl.algorithm == "grpo" else 1)
     if (n // unit) % world_size():
         what = f"{n // unit} groups of {unit}" if unit > 1 else f"{n} rollouts"
         raise HardcseError(
@@ -185,6 +185,7 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
 
     folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune")
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
+    check_rank_shares(config.rl)
     check_model_sources(
         {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
     )
