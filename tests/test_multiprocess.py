@@ -33,10 +33,12 @@ def test_split_slices_and_what_each_rank_gets():
     assert len(BatchSamplerShard(RankSlices(inner, 2), 2, 0, even_batches=False)) == 3  # one step per batch
 
 
-def _sliced_step(rank: int, world: int, init_file: str, out_file: str) -> None:
-    """One process of `test_sliced_loss_and_gradient_equal_one_process`: its slice of the batch, the loss, the
-    gradient averaged over the ranks as DDP does."""
+def _on_each_rank(rank: int, world: int, init_file: str, out_file: str) -> None:
+    """One process of `test_sliced_loss_and_collectives`: its slice of the batch, the loss and the gradient averaged
+    over the ranks as DDP does; then the collectives. Each rank writes what it saw."""
+    from hardcse.distributed import all_ranks_true, mean_over_ranks, run_on_main
     from hardcse.encoder.contrastive import in_batch_contrastive_loss
+    from hardcse.errors import HardcseError
 
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     encoder, x, mask = _problem()
@@ -49,45 +51,9 @@ def _sliced_step(rank: int, world: int, init_file: str, out_file: str) -> None:
         p.grad /= world
     value = loss.detach().clone()
     torch.distributed.all_reduce(value)
-    if rank == 0:
-        torch.save({"loss": value / world, "grad": [p.grad for p in encoder.parameters()]}, out_file)
-    torch.distributed.destroy_process_group()
-
-
-def _problem() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
-    torch.manual_seed(3)
-    return torch.nn.Linear(DIM, DIM), torch.randn(3, ROWS, DIM), torch.tensor([1.0, 0.0, 1.0, 1.0, 1.0])
-
-
-def test_sliced_loss_and_gradient_equal_one_process(tmp_path, world=3):  # slices of 2, 2 and 1 rows
-    from hardcse.encoder.contrastive import in_batch_contrastive_loss
-
-    torch.multiprocessing.spawn(
-        _sliced_step, args=(world, str(tmp_path / "init"), str(tmp_path / "out.pt")), nprocs=world, join=True
-    )
-    sliced = torch.load(tmp_path / "out.pt")
-    encoder, x, mask = _problem()
-    loss = in_batch_contrastive_loss(*(encoder(x[i]) for i in range(3)), tau=0.1, mask=mask)
-    loss.backward()
-    assert float(sliced["loss"]) == pytest.approx(loss.item(), rel=1e-5)
-    for ours, reference in zip(sliced["grad"], encoder.parameters(), strict=True):
-        torch.testing.assert_close(ours, reference.grad, rtol=1e-4, atol=1e-6)
-
-
-LAUNCHERS = {
-    "torchrun": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"],
-    # accelerate's --cpu starts one process without MPI; --multi_gpu starts torchrun's, which then find no GPU
-    "accelerate": [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2"],
-}
-
-
-def _collectives(rank: int, world: int, init_file: str, out_file: str) -> None:
-    """One process of `test_collectives_on_two_processes`: each rank's view, written to its own file."""
-    from hardcse.distributed import all_ranks_true, mean_over_ranks, run_on_main
-    from hardcse.errors import HardcseError
-
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     seen: dict = {
+        "loss": float(value / world),
+        "grad": [p.grad.tolist() for p in encoder.parameters()],
         "mean": mean_over_ranks({"step": 4, "x": float(rank), "y": None if rank == 0 else 2.0, "z": None, "f": True}),
         "agree": [all_ranks_true(True), all_ranks_true(rank == 0)],
         "value": run_on_main(lambda: {"from": "rank 0"}),
@@ -104,17 +70,38 @@ def _collectives(rank: int, world: int, init_file: str, out_file: str) -> None:
     torch.distributed.destroy_process_group()
 
 
-def test_collectives_on_two_processes(tmp_path):
-    """Numbers averaged (a rank without a value left out), decisions agreed, rank 0's value and its user error
+def _problem() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(3)
+    return torch.nn.Linear(DIM, DIM), torch.randn(3, ROWS, DIM), torch.tensor([1.0, 0.0, 1.0, 1.0, 1.0])
+
+
+def test_sliced_loss_and_collectives(tmp_path, world=3):  # slices of 2, 2 and 1 rows
+    """The sliced contrastive loss and its averaged gradient equal the one-process ones (uneven slices, a mask);
+    numbers are averaged (a rank without a value left out), decisions agreed, rank 0's value and its user error
     reach every rank (no rank waits for ever)."""
+    from hardcse.encoder.contrastive import in_batch_contrastive_loss
+
     out = str(tmp_path / "seen")
-    torch.multiprocessing.spawn(_collectives, args=(2, str(tmp_path / "init"), out), nprocs=2, join=True)
-    for rank in range(2):
+    torch.multiprocessing.spawn(_on_each_rank, args=(world, str(tmp_path / "init"), out), nprocs=world, join=True)
+    encoder, x, mask = _problem()
+    loss = in_batch_contrastive_loss(*(encoder(x[i]) for i in range(3)), tau=0.1, mask=mask)
+    loss.backward()
+    for rank in range(world):
         seen = json.loads(Path(f"{out}.{rank}").read_text())
-        assert seen["mean"] == {"step": 4, "x": 0.5, "y": 2.0, "z": None, "f": True}
+        assert seen["loss"] == pytest.approx(loss.item(), rel=1e-5)
+        for ours, reference in zip(seen["grad"], encoder.parameters(), strict=True):
+            torch.testing.assert_close(torch.tensor(ours), reference.grad, rtol=1e-4, atol=1e-6)
+        assert seen["mean"] == {"step": 4, "x": 1.0, "y": 2.0, "z": None, "f": True}
         assert seen["agree"] == [True, False]
         assert seen["value"] == {"from": "rank 0"}
         assert seen["error"] == "data.csv line 3: no anchor"
+
+
+LAUNCHERS = {
+    "torchrun": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"],
+    # accelerate's --cpu starts one process without MPI; --multi_gpu starts torchrun's, which then find no GPU
+    "accelerate": [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2"],
+}
 
 
 def launch(args: list[str], cwd: Path, launcher: str = "torchrun") -> subprocess.CompletedProcess:
@@ -130,24 +117,10 @@ def launch(args: list[str], cwd: Path, launcher: str = "torchrun") -> subprocess
     return done
 
 
-def test_two_process_simcse_run(tiny_encoder_dir, triplet_file, tmp_path):
-    """Under `accelerate launch` (the other tests use torchrun): the run folder, rank-0 printing, a loadable model."""
-    out = tmp_path / "run"
-    small = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=5", "eval_tasks=[STS-B-dev]"]
-    config = Path(__file__).parents[1] / "configs" / "simcse-sup.yaml"
-    args = ["simcse", "train", "--config", str(config), "--data", str(triplet_file), "--out", str(out)]
-    done = launch([*args, f"encoder={tiny_encoder_dir}", *small], tmp_path, "accelerate")
-    record = json.loads((out / "model" / "training.json").read_text())
-    assert record["world_size"] == 2 and record["steps"] == 3 and record["best_dev"] is not None
-    assert json.loads((out / "manifest.json").read_text())["runs"][-1]["world_size"] == 2
-    assert SentenceTransformer(str(out / "model")).encode(["a sentence"]).shape == (1, 32)
-    assert done.stdout.count("best STS-B dev") == 1  # rank 0 prints, the other rank is quiet
-    assert not (out / "model" / "checkpoints").exists() and not (out / "model.partial").exists()
-
-
-def test_two_process_training_takes_the_one_process_steps(tiny_bert_dir, triplet_file, tmp_path):
-    """With dropout off, two SimCSE steps on 2 processes (DDP, sliced batches, gathered negatives) end at the
-    weights one process reaches."""
+def test_two_process_simcse_takes_the_one_process_steps(tiny_bert_dir, triplet_file, tmp_path):
+    """With dropout off, two SimCSE steps on 2 processes (DDP, sliced batches, gathered negatives; `accelerate
+    launch`, the other runs use torchrun) end at the weights one process reaches; rank 0 writes the run folder
+    and prints."""
     from safetensors.torch import load_file
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
@@ -159,9 +132,15 @@ def test_two_process_training_takes_the_one_process_steps(tiny_bert_dir, triplet
     SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(tmp_path / "encoder"))
     config = Path(__file__).parents[1] / "configs" / "simcse-sup.yaml"
     args = ["simcse", "train", "--config", str(config), "--data", str(triplet_file), f"encoder={tmp_path / 'encoder'}"]
-    args += ["training.max_steps=2", "training.batch_size=8", "training.learning_rate=1e-2", "eval_tasks=[]"]
+    args += ["training.max_steps=2", "training.batch_size=8", "training.learning_rate=1e-2", "eval_tasks=[STS-B-dev]"]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    launch([*args, "--out", str(tmp_path / "two")], tmp_path)
+    done = launch([*args, "--out", str(tmp_path / "two")], tmp_path, "accelerate")
+    out = tmp_path / "two"
+    record = json.loads((out / "model" / "training.json").read_text())
+    assert record["world_size"] == 2 and record["steps"] == 2 and record["best_dev"] is not None
+    assert json.loads((out / "manifest.json").read_text())["runs"][-1]["world_size"] == 2
+    assert done.stdout.count("best STS-B dev") == 1  # rank 0 prints, the other rank is quiet
+    assert not (out / "model" / "checkpoints").exists() and not (out / "model.partial").exists()
     start, one, two = (
         load_file(str(tmp_path / d / "model.safetensors")) for d in ("encoder", "one/model", "two/model")
     )
