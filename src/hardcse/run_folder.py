@@ -38,7 +38,7 @@ import yaml
 from hardcse.atomic import write_json_atomic
 from hardcse.config import config_to_dict, load_config, save_config
 from hardcse.devices import check_config_devices
-from hardcse.distributed import barrier, is_main, run_on_main
+from hardcse.distributed import barrier, is_main, launched_world_size, run_on_main
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
 
@@ -146,9 +146,8 @@ class RunFolder:
                 "seeds": seeds(self.config),
                 "stages": {},
             }
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.manifest.setdefault("runs", []).append(
-            {"started": now(), "platform": platform.platform(), "world_size": world_size}
+            {"started": now(), "platform": platform.platform(), "world_size": launched_world_size()}
         )
         self._save_manifest()
 
