@@ -211,32 +211,3 @@ class RankSlices:
     def set_epoch(self, epoch: int) -> None:
         if hasattr(self.inner, "set_epoch"):
             self.inner.set_epoch(epoch)
-
-
-class SlicedSampler:
-    """The trainer's ``batch_sampler`` argument under several processes: the method's own sampler (a factory or a
-    sentence-transformers sampler name) wrapped in :class:`RankSlices`. Picklable: the trainer saves its
-    arguments with every checkpoint."""
-
-    def __init__(self, inner: Any, parts: int) -> None:
-        self.inner = inner
-        self.parts = parts
-
-    def __call__(self, dataset: Any, **kwargs: Any) -> RankSlices:
-        return RankSlices(default_batch_sampler(self.inner, dataset, **kwargs), self.parts)
-
-
-def default_batch_sampler(choice: Any, dataset: Any, **kwargs: Any) -> Any:
-    """The batch sampler sentence-transformers builds for ``choice`` (a factory or a ``BatchSamplers`` value), as
-    its trainer builds it (``SentenceTransformerTrainer.get_batch_sampler``): the same rows in the same order."""
-    from sentence_transformers.base.sampler import DefaultBatchSampler, NoDuplicatesBatchSampler
-    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
-    from torch.utils.data import RandomSampler
-
-    if callable(choice):
-        return choice(dataset, **kwargs)
-    if choice == BatchSamplers.NO_DUPLICATES:
-        return NoDuplicatesBatchSampler(dataset, **kwargs)
-    if choice in (None, BatchSamplers.BATCH_SAMPLER):
-        return DefaultBatchSampler(RandomSampler(dataset, generator=kwargs.get("generator")), **kwargs)
-    raise ValueError(f"no sliced version of batch sampler {choice!r}")

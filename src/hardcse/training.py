@@ -31,7 +31,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
 from hardcse.devices import check_device, resolve_device
-from hardcse.distributed import SlicedSampler, average_gradients, barrier, is_main, run_on_main, world_size
+from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
@@ -157,6 +157,17 @@ class AverageLossGradients(TrainerCallback):
         average_gradients(self.parameters)
 
 
+def sliced_batches(trainer_cls: type) -> type:
+    """``trainer_cls`` whose batch sampler (the one sentence-transformers builds from ``args.batch_sampler``) yields
+    each batch as one slice per rank (:class:`hardcse.distributed.RankSlices`)."""
+
+    class SlicedBatchTrainer(trainer_cls):
+        def get_batch_sampler(self, *args: Any, **kwargs: Any) -> Any:
+            return RankSlices(super().get_batch_sampler(*args, **kwargs), world_size())
+
+    return SlicedBatchTrainer
+
+
 def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str | None) -> dict:
     """Training-argument values of every hardcse job: seeded, offline and quiet; with a ``metric``, evaluate every
     ``eval_steps`` steps and keep the best checkpoint."""
@@ -241,10 +252,10 @@ def run_training_job(
     arguments_cls = SentenceTransformerTrainingArguments if is_encoder else CrossEncoderTrainingArguments
     trainer_cls = SentenceTransformerTrainer if is_encoder else CrossEncoderTrainer
     extra = dict(extra_arguments or {})
-    if world_size() > 1:  # each rank its slice of every batch: one step trains on one whole batch
-        extra["batch_sampler"] = SlicedSampler(batch_sampler, world_size())
-    elif batch_sampler is not None:
+    if batch_sampler is not None:
         extra["batch_sampler"] = batch_sampler
+    if world_size() > 1:  # each rank its slice of every batch: one step trains on one whole batch
+        trainer_cls = sliced_batches(trainer_cls)
     args = arguments_cls(**trainer_arguments(checkpoints, settings, metric), **extra)
     # under DDP sentence-transformers turns on drop_last against uneven last batches; RankSlices gives every rank
     # a slice of every batch, so nothing needs dropping (and one process would not drop it either)
