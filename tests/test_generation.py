@@ -69,6 +69,36 @@ def test_the_prefix_forward_gives_each_rows_own_log_probs(lm, tiny_lm_dir):
     assert head is model.get_base_model().get_output_embeddings()
 
 
+def test_gradient_checkpointing_recomputes_layers_and_changes_no_number(tiny_lm_dir):
+    config = GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu")
+    results = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)  # the same LoRA A matrices
+        model, tokenizer = load_generator(str(tiny_lm_dir), config, trainable=True)
+        trainer = PolicyTrainer(model, tokenizer, config, RLConfig(gradient_checkpointing=checkpointing))
+        torch.manual_seed(0)
+        samples = trainer.sample(PROMPTS, GROUPS)
+        with torch.no_grad():
+            no_grad = trainer.forward(samples)[0]
+        saved: list[int] = []  # the elements autograd keeps for the backward pass
+        with torch.autograd.graph.saved_tensors_hooks(lambda t, kept=saved: kept.append(t.numel()) or t, lambda t: t):
+            logprobs = trainer.forward(samples)[0]
+        (logprobs * samples.response_mask).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        assert not model.training  # back in eval mode for sampling
+        results.append((samples.response_ids, no_grad, logprobs.detach(), grads, sum(saved)))
+    (ids_a, no_grad_a, lp_a, grads_a, saved_a), (ids_b, no_grad_b, lp_b, grads_b, saved_b) = results
+    # checkpointed layers keep only their inputs (recomputed in the backward pass), though every row runs its
+    # whole prompt instead of continuing a shared prefix
+    assert saved_b < saved_a / 2
+    assert torch.equal(ids_a, ids_b)
+    assert torch.allclose(no_grad_a, no_grad_b, atol=1e-5) and torch.allclose(lp_a, lp_b, atol=1e-5)
+    assert torch.equal(no_grad_b, lp_b)  # pi_old and pi: the same forward with checkpointing on
+    assert any(g.abs().sum() > 0 for g in grads_a.values())
+    for name, grad in grads_a.items():
+        assert torch.allclose(grad, grads_b[name], atol=1e-5), name
+
+
 def test_a_cut_off_answer_is_rejected_with_its_reason():
     assert parse_response("A man plays the guitar", "A man plays a guitar.", truncated=True).reason == "cut_off"
     assert parse_response("A man plays the guitar.", "A man plays a guitar.").ok

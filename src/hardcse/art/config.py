@@ -128,6 +128,10 @@ class RLConfig(Checked):
     vf_coef: float = 0.1
     max_grad_norm: float = 1.0
     whiten_advantages: bool = True
+    # recompute each decoder layer's activations in the backward pass instead of keeping them: far less memory
+    # for a large generator at about one more forward of compute; the policy then runs every forward over whole
+    # prompts (no shared prompt cache: transformers' checkpointed layers drop caches)
+    gradient_checkpointing: bool = False
     save_every: int = 10
     seed: int = 42
 

@@ -5,6 +5,8 @@ sampled and every forward runs in eval mode with dropout off (TRL does the same)
 keeps (``old_logprobs``) come from the very forward the update runs, over the same minibatch rows: before
 the first update the ratio pi / pi_old is exactly 1. Only the generated positions go through the LM head.
 Under several processes each rank optimises on its own rollouts and every update averages the gradients.
+With ``rl.gradient_checkpointing`` the forwards that build a graph run the decoder in train mode (dropout is
+off, so the numbers are eval mode's), which is when transformers checkpoints its layers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from peft import PeftModel
 from torch import nn
 
 from hardcse.art.config import GeneratorConfig, RLConfig
-from hardcse.art.generator.prefix import continue_rows
+from hardcse.art.generator.prefix import continue_rows, whole_rows
 from hardcse.art.generator.sampling import Samples, decoder_and_head, sample
 from hardcse.distributed import all_ranks_true, average_gradients, world_size
 
@@ -43,6 +45,15 @@ def disable_dropout(model: nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = 0.0
+
+
+def enable_checkpointing(model: nn.Module) -> None:
+    """Transformers' layer checkpointing, non-reentrant (the LoRA weights get gradients though the layers'
+    inputs need none); ``activation_checkpointing_enable`` from transformers 5.2x, its older name before."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable({"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 @dataclass
@@ -85,6 +96,8 @@ class PolicyTrainer:
         self.config = config
         disable_dropout(model)
         model.eval()
+        if config.gradient_checkpointing:
+            enable_checkpointing(model)
         params = [p for p in model.parameters() if p.requires_grad] + list(extra_parameters)
         self.optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
         self.step_count = 0
@@ -95,7 +108,16 @@ class PolicyTrainer:
         """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
         sampling distribution softmax(logits / temperature)."""
         decoder, head = decoder_and_head(self.model)
-        hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+        if self.config.gradient_checkpointing:
+            # every forward over whole prompts, not only the checkpointed ones: pi_old and pi are the same sums
+            checkpointed = torch.is_grad_enabled()
+            decoder.train(checkpointed)
+            try:
+                hidden = whole_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+            finally:
+                decoder.train(False)
+        else:
+            hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
         # the LM head only where a response token is (a 49k-word head is a third of a forward), on a 2-d input:
         # a 3-d one makes torch broadcast-copy the head's weight once per row
         valid = samples.response_mask.bool()
