@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
+from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
 from hardcse.devices import check_device
 from hardcse.discriminator.train import NLITrainConfig
@@ -219,6 +220,8 @@ class TuneConfig(Checked):
     rl: RLConfig = field(default_factory=RLConfig)
     anchors: AnchorConfig = field(default_factory=AnchorConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)  # used by `hardcse art generate`
+    # kept triplets with a text that matches an STS test/dev text are dropped (hardcse/data/decontamination.py)
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
     # Where the discriminator, the judge and the encoder run when they score (reward, filter, mining, judge):
     # auto | cpu | cuda | cuda:N (hardcse/devices.py). The generator has generator.device, training training.device.
     device: str = "auto"

@@ -65,9 +65,9 @@ def sts_table(rows: list[tuple[str, dict]]) -> str:
 
 def _synthetic_table(rounds: list[Path]) -> str:
     lines = [
-        "| round | anchors | kept triplets | parse fail pos | parse fail neg | judge acc pos % | judge acc neg % "
-        "| cos(x,y+) | cos(x,y-) | reward pos | reward neg |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| round | anchors | kept triplets | eval matches dropped | parse fail pos | parse fail neg | judge acc pos % "
+        "| judge acc neg % | cos(x,y+) | cos(x,y-) | reward pos | reward neg |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d in rounds:
         m, s = _read_json(d / "measures.json"), _read_json(d / "synthesis.json")
@@ -76,6 +76,9 @@ def _synthetic_table(rounds: list[Path]) -> str:
         cells = [
             str(s["anchors"]),
             f"{s['kept']} ({s['kept_fraction'] * 100:.1f}%)",
+            # triplets that passed the filter but matched an STS test/dev text (exact / near), listed in
+            # synthetic.jsonl with the text they matched
+            "{} / {}".format(*(s["drop_reasons"].get(f"eval_{k}", 0) for k in ("exact", "near"))),
             _fmt(m["positive_parse_failure_rate"], 3),
             _fmt(m["negative_parse_failure_rate"], 3),
             _fmt(m["positive_accuracy"], 1),

@@ -191,6 +191,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             round_dir,
             mine_from=corpus,
             mining=config.mining,
+            decontamination=config.decontamination,
         )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done

@@ -26,6 +26,7 @@ from hardcse.art.generator.sampling import row_seed, sample
 from hardcse.art.mining import mine_negatives
 from hardcse.art.reward import DualReward, RewardParts
 from hardcse.atomic import write_text_atomic
+from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
@@ -76,10 +77,13 @@ def synthesize(
     *,
     mine_from: list[str] | None = None,
     mining: MiningConfig | None = None,
+    decontamination: DecontaminationConfig | None = None,
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
-    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`)."""
+    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`).
+    A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
+    default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load_generator(generator_source, generation)
@@ -122,6 +126,7 @@ def synthesize(
             _add_mined_negatives(records, mine_from, reward, mining or MiningConfig())
         for record in records:
             record["drop_reason"] = drop_reason(record, filter_config)
+        _drop_eval_matches([r for r in records if r["drop_reason"] is None], decontamination)
         seconds = time.perf_counter() - start
         write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
         kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
@@ -137,6 +142,16 @@ def synthesize(
         return report
 
     return run_on_main(filter_and_write)  # rank 0 mines, filters and writes the merged records
+
+
+def _drop_eval_matches(passed: list[dict], config: DecontaminationConfig | None) -> None:
+    check = Decontamination(config or DecontaminationConfig())
+    check.filter("synthetic", passed, lambda r: [(k, r[k]) for k in ("anchor", "positive", "negative")])
+    for match in check.dropped:
+        record = passed[match["row"] - 1]
+        if record["drop_reason"] is None:  # a row's first match names it
+            record["drop_reason"] = f"eval_{match['kind']}"
+            record["eval_match"] = {k: match[k] for k in ("column", "eval_text", "eval_task", "similarity")}
 
 
 def _scored(kind: str, raw: str | None, parsed: list[Parsed], parts: RewardParts, k: int) -> dict:
@@ -206,7 +221,9 @@ def synthesis_run(
         def build(_: Path) -> None:
             discriminator = load_discriminator(config.discriminator, config.device)
             reward = DualReward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
-            synthesize(source, texts, config.generator, reward, config.filter, run.dir)
+            synthesize(
+                source, texts, config.generator, reward, config.filter, run.dir, decontamination=config.decontamination
+            )
 
         done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)
         run.finish()

@@ -65,6 +65,26 @@ def detect_format(path: Path) -> str:
     return fmt
 
 
+def text_columns(path: Path, fmt: str) -> list[str]:
+    """The columns of a file as a reader would name them: the header's (CSV/TSV), the string-valued keys of the
+    first object (JSONL), or ``text`` (one text a line)."""
+    if fmt == "txt":
+        return ["text"]
+    text, _ = _decode(path, "skip")
+    lines = [line for line in split_lines(text) if line.strip()]
+    if not lines:
+        raise HardcseError(f"{path}: the file is empty")
+    if fmt == "jsonl":
+        try:
+            first = json.loads(lines[0])
+        except json.JSONDecodeError as e:
+            raise HardcseError(f"{path}:1: not valid JSON ({e.msg})") from None
+        if not isinstance(first, dict):
+            raise HardcseError(f"{path}:1: expected a JSON object per line")
+        return [k for k, v in first.items() if isinstance(v, str)]
+    return [name.strip() for name in next(csv.reader(lines[:1], delimiter="\t" if fmt == "tsv" else ","))]
+
+
 def read_table(
     path: str | Path,
     columns: Sequence[str],
