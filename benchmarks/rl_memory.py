@@ -33,9 +33,7 @@ import torch
 from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.generator.prefix import whole_rows
 from hardcse.art.generator.prompts import render_prompts
-from hardcse.art.generator.sampling import decoder_and_head
 from hardcse.art.policy import PolicyTrainer, enable_checkpointing
 from hardcse.config import load_config
 from hardcse.resources import BUNDLED_GENERATOR
@@ -45,9 +43,21 @@ BUNDLED = BUNDLED_GENERATOR
 SETTINGS = ("shared prefix", "whole rows", "whole rows, checkpointed")
 
 
+def disable_checkpointing(model: torch.nn.Module) -> None:
+    if hasattr(model, "activation_checkpointing_disable"):
+        model.activation_checkpointing_disable()
+    else:
+        model.gradient_checkpointing_disable()
+
+
 def measure(trainer: PolicyTrainer, samples: object, setting: str) -> tuple[float, float]:
     """(GiB autograd saves, seconds) of one forward and backward of ``setting``."""
-    trainer.config = replace(trainer.config, gradient_checkpointing=setting.endswith("checkpointed"))
+    # "whole rows" and "checkpointed" both take the policy's whole-prompt path; only the second checkpoints
+    trainer.config = replace(trainer.config, gradient_checkpointing=setting != "shared prefix")
+    if setting.endswith("checkpointed"):
+        enable_checkpointing(trainer.model)
+    else:
+        disable_checkpointing(trainer.model)
     trainer.optimizer.zero_grad(set_to_none=True)
     saved: list[int] = []
 
@@ -57,12 +67,7 @@ def measure(trainer: PolicyTrainer, samples: object, setting: str) -> tuple[floa
 
     start = time.perf_counter()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        if setting == "whole rows":  # the checkpointed path's forward in eval mode: layers keep their activations
-            decoder, head = decoder_and_head(trainer.model)
-            hidden = whole_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
-            loss = head(hidden[samples.response_mask.bool()]).float().log_softmax(-1).mean()
-        else:
-            loss = (trainer.forward(samples)[0] * samples.response_mask).sum()
+        loss = (trainer.forward(samples)[0] * samples.response_mask).sum()
     loss.backward()
     return sum(saved) / 2**30, time.perf_counter() - start
 
@@ -78,7 +83,6 @@ def main() -> None:
     torch.manual_seed(0)
     model, tokenizer = load_generator(BUNDLED, generation, trainable=True)
     trainer = PolicyTrainer(model, tokenizer, generation, config.rl)
-    enable_checkpointing(model)  # only the setting that runs the decoder in train mode checkpoints
     anchors = split_anchors(replace(config.anchors, corpus=None)).train[: args.rows]
     kinds = ["positive" if i % 2 == 0 else "negative" for i in range(args.rows)]
     samples = trainer.sample(render_prompts(tokenizer, anchors, kinds, generation), kinds)
