@@ -10,6 +10,11 @@ benchmarks/results/datacube_ablations.{json,md,png}: mean ± sd over seeds of th
 dev; the paired bootstrap 95% interval of each difference (test pairs resampled within each task, seeds paired;
 `hardcse compare`); steps, best step, masked rows and the share of training instances with a margin below
 0.05 before and after training (paper Fig. 2). The "minutes" column is wall-clock: run it alone on the machine.
+
+The recorded seeds 1-3 (2026-11) were made before decontamination existed: the collection then left out only the
+instances pairing the two texts of an STS test/dev pair. This code builds the decontaminated collection (SICK
+entailment keeps 6 of 1,299 instances, STS-B train 32 of 1,406, MRPC 1,578 of 2,407), so a run made now is not
+comparable with those records: remove benchmarks/results/datacube to rerun the table.
 """
 
 import argparse

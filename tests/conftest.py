@@ -24,8 +24,8 @@ from transformers import (  # noqa: E402
 from hardcse.resources import bundled_encoder_dir  # noqa: E402
 
 SENTENCES = [
-    "A man is playing a guitar.",
-    "A woman is slicing an onion.",
+    "A man is playing a guitar on the porch.",
+    "A woman is slicing an onion for soup.",
     "Two dogs run across a field.",
     "The child is reading a book.",
     "A cat sleeps on the sofa.",

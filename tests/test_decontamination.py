@@ -142,3 +142,88 @@ def test_synthesis_drops_kept_triplets_that_match_an_evaluation_text():
     off = [dict(passed[0], anchor=stsb.sentences1[0])]
     _drop_eval_matches(off, DecontaminationConfig(enabled=False))
     assert off[0]["drop_reason"] is None
+
+
+# ----- every method's data building drops planted matches ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """Two STS test texts: one as it is (upper case), one with a word added (a near duplicate)."""
+    stsb = load_sts_task("STS-B")
+    long_one = next(s for s in stsb.sentences1 if len(s.split()) >= 10)
+    return stsb.sentences2[3].upper(), f"{long_one} indeed"
+
+
+def test_datacube_drops_matching_instances_per_task_and_refuses_an_emptied_task(tmp_path, planted):
+    from hardcse.curriculum.config import CurriculumConfig
+    from hardcse.curriculum.plan import load_tasks
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "instructions.yaml").write_text("a: {query: 'Q:', positive: 'P:', negative: 'N:'}\n")
+    rows = [("our query one", "our positive", "our negative"), (planted[0], "x", "y"), ("q", "p", planted[1])]
+    lines = [json.dumps({"query": q, "pos": p, "neg": n}) for q, p, n in rows]
+    (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    config = load_config(CurriculumConfig, overrides=[f"data={folder}"])
+    check = Decontamination(config.decontamination)
+    [task] = load_tasks(config, check)
+    assert [i.query for i in task.instances] == ["our query one"]
+    assert check.counts["a"] == {"checked": 3, "exact": 1, "near": 1, "dropped": 2}
+    assert len(load_tasks(load_config(CurriculumConfig, overrides=[f"data={folder}"]))[0].instances) == 3  # no check
+    (folder / "a.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    with pytest.raises(HardcseError, match="task a: every instance .* decontamination.enabled: false"):
+        load_tasks(config, Decontamination(config.decontamination))
+
+
+def test_diffaug_drops_matching_nli_pairs_and_unlabeled_sentences(tmp_path, planted):
+    from hardcse.diffaug.config import DiffAugConfig
+    from hardcse.diffaug.data import nli_data, stage2_dataset
+
+    premises = [f"Premise number {k} of ours" for k in range(8)]
+    rows = [
+        f"{p}\tIts entailment {k}\tentailment\n{p}\tIts contradiction {k}\tcontradiction"
+        for k, p in enumerate(premises)
+    ]
+    rows[2] = f"{planted[0]}\tIts entailment 2\tentailment\n{planted[0]}\tIts contradiction 2\tcontradiction"
+    rows[5] = f"{premises[5]}\t{planted[1]}\tentailment\n{premises[5]}\tIts contradiction 5\tcontradiction"
+    (tmp_path / "nli.tsv").write_text("premise\thypothesis\tlabel\n" + "\n".join(rows) + "\n")
+    (tmp_path / "wiki.txt").write_text(f"A sentence of ours.\n{planted[0]}\nAnother of ours.\n")
+    overrides = [f"nli_files=[{tmp_path / 'nli.tsv'}]", f"unlabeled={tmp_path / 'wiki.txt'}", "stage1.probe_pairs=1"]
+    data = nli_data(load_config(DiffAugConfig, overrides=overrides))
+    assert len(data.triplets) == 6 and not {planted[0], premises[5]} & {t[0] for t in data.triplets}
+    assert sorted(stage2_dataset(load_config(DiffAugConfig, overrides=overrides), data)["anchor"]) == [
+        "A sentence of ours.",
+        "Another of ours.",
+    ]
+    counts = data.decontamination.summary()["sources"]
+    assert counts["nli"] == {"checked": 16, "exact": 2, "near": 1, "dropped": 3}
+    assert counts["unlabeled"] == {"checked": 3, "exact": 1, "near": 0, "dropped": 1}
+    off = nli_data(load_config(DiffAugConfig, overrides=[*overrides, "decontamination.enabled=false"]))
+    assert len(off.triplets) == 8
+
+
+def test_simcse_and_art_mixing_drop_matching_rows_of_user_files(tmp_path, planted, tiny_encoder_dir, capsys):
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.run import _training_data
+
+    data = tmp_path / "mine.csv"
+    data.write_text(
+        "sent0,sent1,hard_neg\nA man is tuning an old guitar,One man tunes a guitar,A dog sleeps\n"
+        f'"{planted[0]}",A paraphrase,A negative\nThe sky is blue today,The sky looks blue,The sky is green\n'
+    )
+    out, config = tmp_path / "run", tmp_path / "c.yaml"
+    config.write_text("mode: sup\n")
+    small = ["training.max_steps=1", "training.batch_size=2", "eval_tasks=[]", f"encoder={tiny_encoder_dir}"]
+    assert main(["simcse", "train", "--data", str(data), "--out", str(out), "--config", str(config), *small]) == 0
+    assert "decontamination: 1 of 3 rows dropped (1 exact, 0 near" in capsys.readouterr().out
+    counts = json.loads((out / "decontamination.json").read_text())["sources"]
+    assert counts == {str(data): {"checked": 3, "exact": 1, "near": 0, "dropped": 1}}
+    assert json.loads((out / "decontaminated.jsonl").read_text())["row"] == 2
+
+    round_dir = tmp_path / "round_0"
+    round_dir.mkdir()
+    (round_dir / "triplets.csv").write_text("sent0,sent1,hard_neg\nsynthetic a,synthetic b,synthetic c\n")
+    triplets, dropped = _training_data(ArtRunConfig(mix_triplets=str(data), mix_examples=2), round_dir)
+    assert [t[0] for t in triplets] == ["synthetic a", "A man is tuning an old guitar", "The sky is blue today"]
+    assert dropped == {"mix_triplets": {"checked": 3, "exact": 1, "near": 0, "dropped": 1}}

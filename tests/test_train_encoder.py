@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from sentence_transformers import SentenceTransformer
 
 from conftest import SENTENCES
@@ -68,6 +69,15 @@ def test_cli_run_folder_before_after_resume_and_refusals(tiny_encoder_dir, tripl
         p.name for p in out.iterdir()
     }
     assert SentenceTransformer(str(out / "model")).encode(["hi"]).shape == (1, 32)
+    card = ModelCard.load(out / "model" / "README.md")  # the hub's own reader: metadata and results parse
+    assert card.data.library_name == "sentence-transformers" and "simcse" in card.data.tags
+    [result] = card.data.eval_results
+    dev = json.loads((out / "eval.json").read_text())["scores"]["STS-B-dev"]
+    assert (result.dataset_name, result.metric_type) == ("STS-B-dev", "spearman_cosine")
+    assert result.metric_value == round(dev / 100, 5)
+    assert f"hardcse simcse train --config {out / 'config.yaml'}" in card.text
+    assert f"It was made by `hardcse simcse train --data {triplet_file}" in card.text
+    assert "decontamination: 0 of 8 rows dropped" in card.text and "mode: sup" in card.text
     assert hardcse([*args, "--config", str(config), *small]) == 2  # a finished folder is not overwritten
     assert "--overwrite" in capsys.readouterr().err
     assert hardcse([*args, "--resume", *small]) == 0  # everything done: nothing redone

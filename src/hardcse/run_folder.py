@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
 MARKERS = ("config.yaml", "manifest.json")  # a folder holding one of these is a hardcse output
 PARTIAL = ".partial"
+# the command line of the current ``hardcse`` invocation (set by the CLI), recorded in each run of the manifest
+INVOCATION: list[str] | None = None
 
 
 class RunFolder:
@@ -146,9 +148,8 @@ class RunFolder:
                 "seeds": seeds(self.config),
                 "stages": {},
             }
-        self.manifest.setdefault("runs", []).append(
-            {"started": now(), "platform": platform.platform(), "world_size": launched_world_size()}
-        )
+        run = {"started": now(), "platform": platform.platform(), "world_size": launched_world_size()}
+        self.manifest.setdefault("runs", []).append(run | ({"argv": INVOCATION} if INVOCATION else {}))
         self._save_manifest()
 
     def _save_manifest(self) -> None:

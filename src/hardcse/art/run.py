@@ -26,6 +26,7 @@ from hardcse.art.judge import judge_records
 from hardcse.art.synthesis import synthesize
 from hardcse.art.tuning import check_rank_shares, tune_generator
 from hardcse.atomic import write_json_atomic
+from hardcse.data.decontamination import Decontamination, triplet_texts
 from hardcse.data.jsonl import read_jsonl
 from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
@@ -36,6 +37,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import write_sts_eval
+from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
 
@@ -210,6 +212,17 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         f"round_{r}/eval.json",
         lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks, config.device),
     )
+    if is_main():
+        trained = json.loads((round_dir / "training.json").read_text(encoding="utf-8"))
+        mixed = f" + `{config.mix_triplets}`" if config.mix_triplets else ""
+        write_model_card(
+            encoder_dir,
+            run.dir,
+            "art",
+            eval_path=round_dir / "eval.json",
+            data=f"{trained['triplets']} triplets: round {r}'s kept synthetic triplets (`triplets.csv`){mixed}",
+            training=trained,
+        )
     folder.stage(
         f"round_{r}.measures", f"round_{r}/measures.json", lambda partial: _measure(config, round_dir, partial)
     )
@@ -242,12 +255,16 @@ def tune_config(config: ArtRunConfig) -> TuneConfig:
     return TuneConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(TuneConfig)})
 
 
-def _training_data(config: ArtRunConfig, round_dir: Path) -> list[Triplet]:
+def _training_data(config: ArtRunConfig, round_dir: Path) -> tuple[list[Triplet], dict]:
+    """The round's kept triplets (decontaminated by synthesis) plus ``mix_triplets`` without the rows that match
+    an evaluation text (taken before the first ``mix_examples``); and the mixed file's decontamination counts."""
     data = read_triplets(round_dir / "triplets.csv")
-    if config.mix_triplets:
-        mixed = read_triplets(config.mix_triplets)
-        data = data + mixed[: config.mix_examples] if config.mix_examples is not None else data + mixed
-    return data
+    if not config.mix_triplets:
+        return data, {}
+    check = Decontamination(config.decontamination)
+    mixed = check.filter("mix_triplets", read_triplets(config.mix_triplets), triplet_texts)
+    data = data + mixed[: config.mix_examples] if config.mix_examples is not None else data + mixed
+    return data, check.summary()["sources"]
 
 
 def _train_round_encoder(
@@ -256,9 +273,11 @@ def _train_round_encoder(
     """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
     dev. The round's ``training.json`` is written before ``out`` is renamed: a done stage always has it."""
     previous_dev = json.loads(previous.read_text(encoding="utf-8"))["scores"][DEV_TASK]
-    data = _training_data(config, round_dir)
+    data, decontaminated = _training_data(config, round_dir)
     model = load_encoder(source, pooling, device=config.encoder_training.training.device)
     record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
+    if decontaminated:
+        record["decontamination"] = decontaminated
     if not data:
         record.update(trained=False, handed_on="previous", why="no triplets survived the filter")
         if is_main():

@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = [*args.overrides, *rest]
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
+    from hardcse import run_folder
+
+    run_folder.INVOCATION = ["hardcse", *(sys.argv[1:] if argv is None else argv)]
     try:
         _join_launched_processes()
         args.func(args)
@@ -76,4 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        run_folder.INVOCATION = None  # a library call later in this process is no CLI invocation
     return 0

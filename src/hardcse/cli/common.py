@@ -69,3 +69,12 @@ def print_sts(records: dict[str, dict], out: Path | None = None, title: str = ""
         print(f"({label}: {record['n_sentences']} distinct sentences, {record['seconds']:.1f} s)")
     if out is not None:
         (out / "eval.md").write_text(f"# STS evaluation{title}\n\n{table}\n", encoding="utf-8")
+
+
+def print_decontamination(folder: Path) -> None:
+    """The run's decontamination total, from ``folder``'s decontamination.json (nothing if it has none)."""
+    from hardcse.data.decontamination import recorded_line
+
+    line = recorded_line(folder)
+    if line:
+        print(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardcse.cli.common import add_group, add_run_command, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_command, print_decontamination, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +47,7 @@ def plan(args: argparse.Namespace) -> None:
         + (f" (random start {start:.3f})" if start is not None else "")
     )
     print(f"plan: {run.dir / 'plan' / 'plan.json'}; similarity matrix: {run.dir / 'plan' / 'task_similarity.png'}")
+    print_decontamination(run.dir / "plan")
 
 
 def train(args: argparse.Namespace) -> None:
@@ -55,6 +56,7 @@ def train(args: argparse.Namespace) -> None:
 
     config = run_config(CurriculumConfig, args)
     out = datacube_run(config, args.out, resume=args.resume, overwrite=args.overwrite).dir
+    print_decontamination(out / "plan")
     record = json.loads((out / "model" / "training.json").read_text(encoding="utf-8"))
     print(
         f"best STS-B dev {record['best_dev']:.2f} at step {record['best_step']}; margin < "

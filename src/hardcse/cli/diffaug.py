@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hardcse.cli.common import add_group, add_run_command, print_sts, run_config
+from hardcse.cli.common import add_group, add_run_command, print_decontamination, print_sts, run_config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +26,7 @@ def train(args: argparse.Namespace) -> None:
 
     config = run_config(DiffAugConfig, args)
     final = diffaug_run(config, args.out, resume=args.resume, overwrite=args.overwrite)
+    print_decontamination(final)
     print(f"model: {final}  (hardcse eval --model {final}; SentenceTransformer('{final}', trust_remote_code=True))")
     eval_path = final.parent / "eval.json"
     if eval_path.is_file():

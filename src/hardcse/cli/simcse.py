@@ -6,7 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
-from hardcse.cli.common import add_group, add_run_command, add_skip_bad_rows, on_error, print_sts, run_config
+from hardcse.cli.common import (
+    add_group,
+    add_run_command,
+    add_skip_bad_rows,
+    on_error,
+    print_decontamination,
+    print_sts,
+    run_config,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +37,7 @@ def train(args: argparse.Namespace) -> None:
     config = run_config(SimCSEConfig, args, [f"data={args.data}"] if args.data else [])
     records = simcse_run(config, args.out, resume=args.resume, overwrite=args.overwrite, on_error=on_error(args))
     out = Path(args.out)
+    print_decontamination(out)
     best = json.loads((out / "model" / "training.json").read_text(encoding="utf-8"))
     print(f"best STS-B dev {best['best_dev']:.2f} at step {best['best_step']}; model: {out / 'model'}")
     if records:

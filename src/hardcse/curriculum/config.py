@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from hardcse.config import Checked, ConfigValueError, check_choice, check_positive, check_range
+from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings
 
@@ -45,6 +46,8 @@ class CurriculumConfig(Checked):
     tau: float = 0.01  # the contrastive temperature (paper)
     underfit_margin: float = 0.05  # the share of instances with phi below this is reported (paper Fig. 2)
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # after training; [] for none
+    # instances with a text that matches an STS test/dev text are dropped (hardcse/data/decontamination.py)
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
     training: TrainingSettings = field(default_factory=_datacube_training)
 
     @property

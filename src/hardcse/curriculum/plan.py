@@ -27,7 +27,14 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.config import config_from_dict, config_to_dict  # noqa: E402
 from hardcse.curriculum.config import CurriculumConfig  # noqa: E402
 from hardcse.curriculum.task_order import anneal_task_order, random_task_order, tour_similarity  # noqa: E402
-from hardcse.data.multitask import Task, builtin_collection, read_medi, read_task_folder  # noqa: E402
+from hardcse.data.decontamination import Decontamination  # noqa: E402
+from hardcse.data.multitask import (  # noqa: E402
+    Task,
+    builtin_collection,
+    decontaminate_tasks,
+    read_medi,
+    read_task_folder,
+)
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
@@ -49,6 +56,7 @@ class Plan:
     task_order: list[int]
     anneal: dict
     batches: list[Batch]
+    decontamination: Decontamination | None = None  # the check of a freshly built plan (not kept in plan.json)
 
     def instances_in_order(self) -> list[tuple[str, str, str, int]]:
         """(instructed query, positive, negative, mask) row by row in batch order."""
@@ -60,12 +68,15 @@ class Plan:
         return rows
 
 
-def load_tasks(config: CurriculumConfig) -> list[Task]:
-    """The configured collection, with at most ``max_per_task`` instances per task (a seeded sample)."""
+def load_tasks(config: CurriculumConfig, check: Decontamination | None = None) -> list[Task]:
+    """The configured collection, with at most ``max_per_task`` instances per task (a seeded sample); with
+    ``check``, without the instances that match an evaluation text (dropped before the sample)."""
     if config.data == "builtin":
-        return builtin_collection(config.max_per_task, config.seed)
+        return builtin_collection(config.max_per_task, config.seed, check)
     path = Path(config.data)
     tasks = read_task_folder(path) if path.is_dir() else read_medi(path)
+    if check is not None:
+        decontaminate_tasks(tasks, check)
     rng = random.Random(config.seed)
     for task in tasks:
         if config.max_per_task is not None and len(task.instances) > config.max_per_task:
@@ -121,7 +132,8 @@ def combine_batches(per_task: list[list], task_order: list[int]) -> list[tuple[i
 
 
 def build_plan(config: CurriculumConfig) -> Plan:
-    tasks = load_tasks(config)
+    check = Decontamination(config.decontamination)
+    tasks = load_tasks(config, check)
     scorer = load_encoder(config.scorer or config.encoder)
     scorer.max_seq_length = config.training.max_seq_length
     similarity = cosine_matrix(task_vectors(scorer, tasks, config.queries_per_task, config.seed))
@@ -153,14 +165,16 @@ def build_plan(config: CurriculumConfig) -> Plan:
         rows, phi = per_task[t][b]
         keep = [0 if config.mask_threshold is not None and p < config.mask_threshold else 1 for p in phi]
         batches.append(Batch(t, rows, phi, keep))
-    return Plan(config, tasks, similarity, order, anneal, batches)
+    return Plan(config, tasks, similarity, order, anneal, batches, check)
 
 
 def save_plan(plan: Plan, out_dir: str | Path) -> Path:
-    """``plan.json`` (config, tasks, similarity, order, every batch with its difficulties and mask) and
-    ``task_similarity.png`` (the matrix in tour order)."""
+    """``plan.json`` (config, tasks, similarity, order, every batch with its difficulties and mask),
+    ``task_similarity.png`` (the matrix in tour order) and the decontamination counts and dropped texts."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if plan.decontamination is not None:
+        plan.decontamination.write(out_dir)
     data = {
         "config": config_to_dict(plan.config),
         "tasks": [

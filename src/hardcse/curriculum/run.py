@@ -1,6 +1,7 @@
 """``hardcse datacube plan|train``: Data-CUBE as one resumable run folder.
 
-    OUT/plan/      plan.json (task order, batches with difficulties and masks) + task_similarity.png
+    OUT/plan/      plan.json (task order, batches with difficulties and masks) + task_similarity.png,
+                   decontamination.json (instances dropped per task) + decontaminated.jsonl (their texts)
     OUT/model/     the encoder trained batch by batch in the plan's order (best on STS-B dev) + training.json
     OUT/eval.json  the STS suite on it
 
@@ -15,7 +16,10 @@ from pathlib import Path
 from hardcse.curriculum.config import CurriculumConfig
 from hardcse.curriculum.plan import build_plan, load_plan, load_tasks, save_plan
 from hardcse.curriculum.train import train_from_plan
+from hardcse.data.decontamination import Decontamination
+from hardcse.distributed import is_main
 from hardcse.evaluation.sts import write_sts_eval
+from hardcse.model_card import write_model_card
 from hardcse.resources import resolve_model
 from hardcse.run_folder import RunFolder
 
@@ -28,7 +32,8 @@ def datacube_run(
     if config.scorer:
         resolve_model(config.scorer)
     if config.data != "builtin":
-        load_tasks(config)  # a user's task data is read and checked before any folder is made
+        # a user's task data is read and checked (a task emptied by decontamination too) before any folder is made
+        load_tasks(config, Decontamination(config.decontamination))
     command = "datacube train" if train else "datacube plan"
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command) as run:
         plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config), partial))
@@ -44,5 +49,15 @@ def datacube_run(
         )
         if config.eval_tasks:
             run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))
+        if is_main():
+            data = "the built-in collection" if config.data == "builtin" else f"`{config.data}`"
+            write_model_card(
+                model_dir,
+                run.dir,
+                "datacube",
+                eval_path=run.dir / "eval.json",
+                data=f"{data} in the plan's order (`plan/plan.json`)",
+                decontamination=plan_dir,
+            )
         run.finish()
         return run

@@ -20,6 +20,7 @@ built on the same template with other content ("the man is holding a tuba" / "..
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections import Counter, defaultdict
@@ -35,6 +36,7 @@ from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.errors import HardcseError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
 
@@ -141,6 +143,15 @@ def eval_index(config: DecontaminationConfig) -> EvalIndex:
     return _INDEXES[key]
 
 
+def triplet_texts(triplet: Sequence[str]) -> list[tuple[str, str]]:
+    """A triplet's (column, text) pairs, for :meth:`Decontamination.filter`."""
+    return list(zip(("anchor", "positive", "negative"), triplet, strict=True))
+
+
+def sentence_texts(sentence: str) -> list[tuple[str, str]]:
+    return [("text", sentence)]
+
+
 class Decontamination:
     """One run's check of its training sets: :meth:`filter` drops the rows that have a matching text and keeps,
     per source, how many rows it checked and dropped; :meth:`write` records both in a folder."""
@@ -170,6 +181,8 @@ class Decontamination:
             counts[matches[0][1].kind] += 1
             for column, m in matches:
                 self.dropped.append({"source": source, "row": number, "column": column, **asdict(m)})
+        if self.index is not None:
+            log.info("decontamination: %s", self.lines([source])[0])
         return kept
 
     def summary(self) -> dict:
@@ -183,12 +196,28 @@ class Decontamination:
     def write_matches(self, path: Path) -> None:
         write_text_atomic(path, jsonl_text(self.dropped))
 
-    def lines(self) -> list[str]:
-        """One line a source, for logs and reports."""
+    def lines(self, sources: Iterable[str] | None = None) -> list[str]:
+        """One line a source (default all), for logs and reports."""
         if not self.config.enabled:
             return ["decontamination: off (decontamination.enabled: false)"]
         return [
             f"{source}: {c['dropped']} of {c['checked']} rows dropped ({c['exact']} exact, {c['near']} near "
             f"duplicates of evaluation texts)"
-            for source, c in self.counts.items()
+            for source in (sources if sources is not None else self.counts)
+            for c in [self.counts[source]]
         ]
+
+
+def recorded_line(folder: Path) -> str | None:
+    """One line totalling the ``decontamination.json`` in ``folder`` over its sources (None if it has none)."""
+    path = folder / Decontamination.COUNTS
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    if not summary["enabled"]:
+        return "decontamination: off (decontamination.enabled: false)"
+    total = {k: sum(c[k] for c in summary["sources"].values()) for k in ("checked", "dropped", "exact", "near")}
+    return (
+        f"decontamination: {total['dropped']} of {total['checked']} rows dropped ({total['exact']} exact, "
+        f"{total['near']} near duplicates of evaluation texts); per source: {path}"
+    )

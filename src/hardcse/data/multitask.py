@@ -16,10 +16,11 @@ from pathlib import Path
 import yaml
 
 from hardcse.data.corpus import WIKI_SENTENCES, read_sentences
+from hardcse.data.decontamination import Decontamination
 from hardcse.data.jsonl import read_jsonl_numbered, read_utf8
 from hardcse.data.nli import LABEL_ID, read_nli_files
 from hardcse.data.pairs import read_labeled_pairs
-from hardcse.data.sts import ALL_TASKS, load_sts_task, read_scored_pairs
+from hardcse.data.sts import read_scored_pairs
 from hardcse.data.table import read_table
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
@@ -135,10 +136,13 @@ def _task(name: str, query: str, positive: str, negative: str | None = None) -> 
     return Task(name, query, positive, negative if negative is not None else positive)
 
 
-def builtin_collection(max_per_task: int | None = 2000, seed: int = 42) -> list[Task]:
+def builtin_collection(
+    max_per_task: int | None = 2000, seed: int = 42, check: Decontamination | None = None
+) -> list[Task]:
     """Ten tasks from the vendored files, each with its own instructions (INSTRUCTOR style). Only training
-    splits (and PAWS-Wiki dev, which nothing evaluates on), no NLI evaluation split, and no instance that pairs
-    the two texts of an STS test or STS-B dev pair (STS-B train and MRPC reuse many of them).
+    splits (and PAWS-Wiki dev, which nothing evaluates on) and no NLI evaluation split; with ``check``, no instance
+    with a text that matches an STS test or dev text (STS-B train, SICK train and MRPC reuse many of them),
+    dropped before each task is cut to ``max_per_task``.
 
     Negatives: the data's own hard negative where one exists (NLI contradictions, a low-score STS-B partner of
     the same anchor, a wrong TrecQA answer or PAWS non-paraphrase of the same question / sentence); otherwise
@@ -193,29 +197,26 @@ def builtin_collection(max_per_task: int | None = 2000, seed: int = 42) -> list[
         _qnli_task(root, rng),
         _wiki_task(root, rng),
     ]
-    held_out = evaluation_pairs()
+    if check is not None:
+        decontaminate_tasks(tasks, check)
     for task in tasks:
-        # STS-B train reuses STS12-16 test pairs: an instance that pairs two texts of an evaluation pair goes
-        task.instances = [
-            i
-            for i in task.instances
-            if frozenset((i.query, i.positive)) not in held_out and frozenset((i.query, i.negative)) not in held_out
-        ]
         rng.shuffle(task.instances)
         if max_per_task is not None:
             del task.instances[max_per_task:]
     return tasks
 
 
-def evaluation_pairs() -> set[frozenset[str]]:
-    """Every pair of the seven STS tasks and STS-B dev (either order): never a training pair of the built-in
-    collection. Single sentences may recur (SICK's train and test pairs share sentences by design)."""
-    return {
-        frozenset(pair)
-        for name in ALL_TASKS
-        for pairs in [load_sts_task(name)]
-        for pair in zip(pairs.sentences1, pairs.sentences2, strict=True)
-    }
+def decontaminate_tasks(tasks: list[Task], check: Decontamination) -> None:
+    """Drop, task by task (each a source of ``check``), the instances whose query, positive or negative matches
+    an evaluation text. A task left with no instance is an error (use other data or decontamination.enabled)."""
+    for task in tasks:
+        texts = lambda i: [("query", i.query), ("positive", i.positive), ("negative", i.negative)]  # noqa: E731
+        task.instances = check.filter(task.name, task.instances, texts)
+        if not task.instances:
+            raise HardcseError(
+                f"task {task.name}: every instance has a text that matches an evaluation text (see the "
+                "decontamination log); drop the task or set decontamination.enabled: false"
+            )
 
 
 def _nli_task(rng: random.Random, name: str, files: list[str], what: str, target: str) -> Task:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from hardcse.config import Checked, ConfigValueError, check_choice, check_positive, check_range
+from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.nli import TRAIN_FILES
 from hardcse.data.sts import ALL_TASKS
 from hardcse.encoder import PoolingName
@@ -97,6 +98,9 @@ class DiffAugConfig(Checked):
     unlabeled: str | None = None  # semi: a sentence file; null: the vendored Wikipedia sample
     max_examples: int | None = None  # stage 2: the first N training rows after shuffling (quick runs)
     tau: float = 0.05  # the contrastive temperature of the SimCSE loss
+    # NLI pairs and unlabeled sentences with a text that matches an STS test/dev text are dropped before the
+    # label-scarce sample (hardcse/data/decontamination.py)
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
     stage1: DiffAugStage1Config = field(default_factory=DiffAugStage1Config)
     stage2: DiffAugStage2Config = field(default_factory=DiffAugStage2Config)
     training: TrainingSettings = field(default_factory=_stage2_training)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datasets import Dataset
 
 from hardcse.data.corpus import read_sentences
+from hardcse.data.decontamination import Decontamination, sentence_texts
 from hardcse.data.nli import LABEL_ID, NLIPairs, read_nli_files
 from hardcse.data.triplets import Triplet, nli_triplets
 from hardcse.diffaug.config import DiffAugConfig
@@ -22,6 +23,7 @@ class NLIData:
     pairs: NLIPairs
     triplets: list[Triplet]
     probe: tuple[list[str], list[str]]
+    decontamination: Decontamination  # the NLI pairs' check; stage 2 adds its unlabeled sentences'
 
 
 def nli_data(config: DiffAugConfig) -> NLIData:
@@ -31,8 +33,10 @@ def nli_data(config: DiffAugConfig) -> NLIData:
     sampled triplets' (premise, entailment) and (premise, contradiction) pairs (``three_way`` adds the neutral
     hypotheses of the same premises). The probe pairs of the stage-1 diagnostics are the entailment pairs of the
     first min(probe_pairs, a quarter) sampled triplets, whose pairs stage 1 does not train on; the supervised
-    stage 2 keeps all the sampled triplets."""
-    pairs = read_nli_files(config.nli_files)
+    stage 2 keeps all the sampled triplets. NLI pairs with a text that matches an evaluation text are dropped
+    first (``decontamination``)."""
+    check = Decontamination(config.decontamination)
+    pairs = _decontaminated(read_nli_files(config.nli_files), check)
     triplets = nli_triplets(pairs)
     random.Random(config.seed).shuffle(triplets)
     triplets = triplets[: max(1, round(len(triplets) * config.nli_fraction))]
@@ -56,7 +60,13 @@ def nli_data(config: DiffAugConfig) -> NLIData:
         rows += [(p, h, LABEL_ID["neutral"]) for p in premises for h in neutral.get(p, [])]
     subset = NLIPairs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
     probe = ([t[0] for t in triplets[:n_probe]], [t[1] for t in triplets[:n_probe]])
-    return NLIData(subset, triplets, probe)
+    return NLIData(subset, triplets, probe, check)
+
+
+def _decontaminated(pairs: NLIPairs, check: Decontamination) -> NLIPairs:
+    rows = list(zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True))
+    kept = check.filter("nli", rows, lambda r: [("premise", r[0]), ("hypothesis", r[1])])
+    return NLIPairs([r[0] for r in kept], [r[1] for r in kept], [r[2] for r in kept])
 
 
 def classification_rows(pairs: NLIPairs, labels: str) -> tuple[list[str], list[str], list[int]]:
@@ -78,7 +88,8 @@ def classification_rows(pairs: NLIPairs, labels: str) -> tuple[list[str], list[s
 def stage2_dataset(config: DiffAugConfig, data: NLIData) -> Dataset:
     """semi: (anchor, positive = anchor) from the unlabeled sentences, plus (premise, hypothesis, label) of NLI
     pairs cycled along the rows when the aux loss is on; sup: NLI triplets (anchor, positive, negative). Shuffled
-    with the seed, then cut to ``max_examples``."""
+    with the seed, then cut to ``max_examples``; unlabeled sentences that match an evaluation text are dropped
+    before (counted in ``data.decontamination``)."""
     rng = random.Random(config.seed)
     if config.setting == "sup":
         if not data.triplets:
@@ -86,7 +97,7 @@ def stage2_dataset(config: DiffAugConfig, data: NLIData) -> Dataset:
         triplets = data.triplets[: config.max_examples]
         anchors, positives, negatives = (list(c) for c in zip(*triplets, strict=True))
         return Dataset.from_dict({"anchor": anchors, "positive": positives, "negative": negatives})
-    sentences = read_sentences(config.unlabeled)
+    sentences = data.decontamination.filter("unlabeled", read_sentences(config.unlabeled), sentence_texts)
     rng.shuffle(sentences)
     sentences = sentences[: config.max_examples]
     columns: dict[str, list] = {"anchor": sentences, "positive": list(sentences)}

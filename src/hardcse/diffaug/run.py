@@ -1,9 +1,11 @@
 """``hardcse diffaug train``: DiffAug (or its SimCSE baseline) as one resumable run folder.
 
 OUT/stage1/    the encoder with its tuned prefixes, classifier.safetensors, stage1.json, config.yaml,
-               diagnostics.jsonl + diagnostics.png (delta and kappa against the step)
+               diagnostics.jsonl + diagnostics.png (delta and kappa against the step), decontamination.json
+               (NLI pairs dropped as matches of evaluation texts) + decontaminated.jsonl (their texts)
 OUT/model/     the final encoder (stage 2's best checkpoint on STS-B dev, or stage 1's for prefix-tuning
-               only) with training.json; it encodes with both prefixes
+               only) with training.json and decontamination.json (the NLI pairs' and unlabeled sentences'
+               counts); it encodes with both prefixes
 OUT/eval.json  the STS suite on it
 """
 
@@ -17,8 +19,10 @@ from hardcse.data.corpus import read_sentences
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.train import run_stage1, run_stage2, stage1_folder
+from hardcse.distributed import is_main
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import write_sts_eval
+from hardcse.model_card import write_model_card
 from hardcse.resources import resolve_model
 from hardcse.run_folder import RunFolder
 
@@ -50,5 +54,15 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
             model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))
         if config.eval_tasks:
             run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model), config.eval_tasks))
+        if is_main():
+            unlabeled = f"unlabeled sentences of `{config.unlabeled or 'the vendored Wikipedia sample'}`, "
+            write_model_card(
+                model,
+                run.dir,
+                "diffaug" if config.method == "diffaug" else "simcse",
+                eval_path=run.dir / "eval.json",
+                data=f"{config.setting}: {unlabeled if config.setting == 'semi' else ''}NLI "
+                f"{', '.join(config.nli_files)} (a {config.nli_fraction:g} share of the triplets)",
+            )
         run.finish()
     return model

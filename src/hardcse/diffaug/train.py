@@ -141,6 +141,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
             _save_module(head, out_dir / HEAD_WEIGHTS)
         plot_diagnostics(diagnostics.rows, out_dir / "diagnostics.png", selected)
         write_json_atomic(out_dir / "stage1.json", record)
+        data.decontamination.write(out_dir)
         save_config(config, out_dir / "config.yaml")  # a stage-1 folder describes itself (see stage1_from)
     log.info("stage 1 done: %d steps, prefixes of step %d kept", steps_run, selected)
     return record
@@ -206,7 +207,7 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
     loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight, head)
     log.info("DiffAug stage 2 (%s, %s): %d rows, %s", config.setting, config.method, len(dataset), config.training)
     eval_length = model.max_seq_length
-    return run_training_job(
+    outcome = run_training_job(
         model,
         dataset,
         loss,
@@ -217,12 +218,15 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
         before_save=lambda trained: choose_inference_prefix(config, trained, eval_length),
         record={"method": config.method, "setting": config.setting},
     )
+    if is_main():
+        data.decontamination.write(out_dir)
+    return outcome
 
 
 # The values that shape stage 1's output: a stage 1 reused through ``stage1_from`` must match them.
 STAGE1_FIELDS = (
     *("encoder", "pooling", "prefixes", "prefix_length", "prefix_hidden_size", "prefix_dropout", "mlp_head"),
-    *("nli_files", "nli_fraction", "stage1"),
+    *("nli_files", "nli_fraction", "decontamination", "stage1"),
 )
 STAGE1_TRAINING_FIELDS = ("seed", "max_seq_length")
 
@@ -236,6 +240,10 @@ def stage1_folder(config: DiffAugConfig) -> Path:
         raise HardcseError(f"stage1_from: {source} holds no finished stage 1 (no stage1.json)")
     saved = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
     now = json.loads(json.dumps(config_to_dict(config)))  # lists and tuples as YAML gives them
+    # a stage 1 saved before decontamination existed ran without it
+    saved.setdefault("decontamination", {**now["decontamination"], "enabled": False})
+    if not now["decontamination"]["enabled"] and not saved["decontamination"]["enabled"]:
+        saved["decontamination"] = now["decontamination"]  # off is off, whatever the other values
     changed = [k for k in STAGE1_FIELDS if now[k] != saved.get(k)]
     changed += [f"training.{k}" for k in STAGE1_TRAINING_FIELDS if now["training"][k] != saved["training"].get(k)]
     if changed:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from hardcse.config import Checked, check_choice, check_positive
 from hardcse.data.corpus import read_sentences
+from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
 from hardcse.data.table import OnError
 from hardcse.data.triplets import Triplet, read_triplets
@@ -55,6 +56,8 @@ class SimCSEConfig(SimCSETraining):
     mode: Mode = "sup"
     pooling: PoolingName = "default"
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # before and after; [] for none
+    # rows with a text that matches an STS test/dev text are dropped (hardcse/data/decontamination.py)
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
 
     def check(self) -> None:
         super().check()
@@ -117,10 +120,14 @@ def train_simcse(
 def simcse_run(
     config: SimCSEConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False, on_error: OnError = "raise"
 ) -> dict[str, dict]:
-    """``hardcse simcse train`` as a run folder: ``eval_before.json`` (the starting encoder), ``model/`` (trained,
+    """``hardcse simcse train`` as a run folder: ``decontamination.json`` + ``decontaminated.jsonl`` (the rows
+    dropped as matches of evaluation texts), ``eval_before.json`` (the starting encoder), ``model/`` (trained,
     best on STS-B dev, with ``training.json``), ``eval.json``. Returns the STS records {"before", "after"}."""
+    from hardcse.data.decontamination import Decontamination, sentence_texts, triplet_texts
+    from hardcse.distributed import is_main
     from hardcse.encoder.build import load_encoder
     from hardcse.evaluation.sts import write_sts_eval
+    from hardcse.model_card import write_model_card
     from hardcse.resources import resolve_model
     from hardcse.run_folder import RunFolder
 
@@ -130,8 +137,17 @@ def simcse_run(
     if not data:
         raise HardcseError(f"{config.data}: no rows to train on")
     resolve_model(config.encoder)
+    check = Decontamination(config.decontamination)
+    data = check.filter(config.data, data, triplet_texts if config.mode == "sup" else sentence_texts)
+    if not data:
+        raise HardcseError(
+            f"{config.data}: every row matches an evaluation text; train on other data or set "
+            "decontamination.enabled=false"
+        )
     records: dict[str, dict] = {}
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train") as run:
+        # written beside its list of dropped texts, itself last: the stage is done once the counts exist
+        run.stage("decontamination", check.COUNTS, lambda path: check.write(path.parent), in_place=True)
         if config.eval_tasks:
             before = run.stage(
                 "eval_before",
@@ -159,5 +175,9 @@ def simcse_run(
                 "eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks)
             )
             records["after"] = json.loads(after.read_text(encoding="utf-8"))
+        if is_main():
+            what = "triplets (anchor, positive, hard negative)" if config.mode == "sup" else "sentences"
+            data_line = f"{len(data)} {what} of `{config.data}`"
+            write_model_card(model_dir, run.dir, "simcse", eval_path=run.dir / "eval.json", data=data_line)
         run.finish()
     return records
