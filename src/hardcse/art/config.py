@@ -160,16 +160,24 @@ class RLConfig(Checked):
 
 @dataclass
 class AnchorConfig(Checked):
-    """Anchors from an unlabeled corpus: filtered by length, shuffled once by seed, last ``held_out`` kept apart."""
+    """Anchors from an unlabeled corpus, read as a stream: filtered by length, in a seeded random order (keyed
+    hashes), the last ``held_out`` kept apart (hardcse/art/anchors.py)."""
 
-    corpus: str | None = None  # None: the vendored Wikipedia sample; else a .txt / table file
+    # None: the vendored Wikipedia sample; else a .txt (one sentence a line), .jsonl, .csv, .tsv or .parquet file,
+    # or a folder written by datasets' save_to_disk
+    corpus: str | None = None
+    column: str = "text"  # the text column of a table, JSONL, Parquet file or dataset
     min_words: int = 6  # the corpus has headings ("YMCA in South Australia"); they make poor anchors
     max_words: int = 40
+    # keep only a seeded uniform sample of this many distinct usable sentences (held_out included) while reading:
+    # memory for them only, for a corpus too large to hold (the paper's 1M sentences); null: all of them
+    max_anchors: int | None = None
     held_out: int = 500  # never used for tuning or training: the raw-vs-tuned comparison reads them
     seed: int = 42
 
     def check(self) -> None:
         check_positive("min_words", self.min_words)
+        check_positive("max_anchors", self.max_anchors, allow_none=True)
         check_nonnegative("held_out", self.held_out)
         if self.max_words < self.min_words:
             raise ConfigValueError("max_words", f"{self.max_words} is below min_words {self.min_words}")

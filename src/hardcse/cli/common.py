@@ -66,7 +66,9 @@ def print_sts(records: dict[str, dict], out: Path | None = None, title: str = ""
     table = sts_table_markdown(sts_rows(records))
     print(table)
     for label, record in records.items():
-        print(f"({label}: {record['n_sentences']} distinct sentences, {record['seconds']:.1f} s)")
+        mteb = "backend" in record  # MTEB encodes both sides of every pair
+        counted = "sentences encoded (both sides of each pair)" if mteb else "distinct sentences"
+        print(f"({label}: {record['n_sentences']} {counted}, {record['seconds']:.1f} s)")
     if out is not None:
         (out / "eval.md").write_text(f"# STS evaluation{title}\n\n{table}\n", encoding="utf-8")
 

@@ -6,14 +6,28 @@ import argparse
 from pathlib import Path
 
 from hardcse.cli.common import add_skip_bad_rows, on_error, print_sts
-from hardcse.data.sts import ALL_TASKS
+from hardcse.data.sts import ALL_TASKS, KNOWN_TASKS
 from hardcse.encoder import POOLINGS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate an encoder on the seven STS tasks and STS-B dev")
     p.add_argument("--model", required=True, help="bundled:minilm-l6, a folder (or a run folder), or a hub id")
-    p.add_argument("--tasks", nargs="+", default=ALL_TASKS, metavar="TASK", help=f"default: {' '.join(ALL_TASKS)}")
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=ALL_TASKS,
+        metavar="TASK",
+        help=f"default: {' '.join(ALL_TASKS)}; also SICK-R-full (MTEB's SICK-R: all 9,927 pairs); with --backend mteb, "
+        "any MTEB task name (its data from the hub)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["hardcse", "mteb"],
+        default="hardcse",
+        help="hardcse: the built-in suite; mteb: MTEB's own evaluator (pip install 'hardcse[mteb]'), its result "
+        "files in OUT/mteb/",
+    )
     p.add_argument("--pairs", nargs="+", metavar="FILE", help="your own pair files (sentence1, sentence2, score)")
     p.add_argument("--pooling", default="default", choices=POOLINGS)
     add_skip_bad_rows(p)
@@ -31,12 +45,20 @@ def run(args: argparse.Namespace) -> None:
 
     if args.out:
         check_output_folder(Path(args.out))
-    unknown = [t for t in args.tasks if t not in ALL_TASKS]
-    if unknown:
-        raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
-    tasks = [read_scored_pairs(path, on_error=on_error(args)) for path in args.pairs] if args.pairs else args.tasks
-    record = sts_record(load_encoder(args.model, args.pooling), args.model, tasks)
+    unknown = [t for t in args.tasks if t not in KNOWN_TASKS]
+    if unknown and args.backend == "hardcse":
+        raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(KNOWN_TASKS)} (more with --backend mteb)")
     out = Path(args.out) if args.out else None
+    if args.backend == "mteb":
+        if args.pairs:
+            raise HardcseError("--pairs works with the hardcse backend only; leave out --backend mteb")
+        from hardcse.evaluation.mteb_backend import mteb_record, mteb_tasks
+
+        mteb_tasks(args.tasks)  # the extra installed and every task known, before the model loads
+        record = mteb_record(load_encoder(args.model, args.pooling), args.model, args.tasks, out)
+    else:
+        tasks = [read_scored_pairs(p, on_error=on_error(args)) for p in args.pairs] if args.pairs else args.tasks
+        record = sts_record(load_encoder(args.model, args.pooling), args.model, tasks)
     if out is not None:
         write_json_atomic(out / "eval.json", record)
     print_sts({args.model: record}, out, f" of `{args.model}`")

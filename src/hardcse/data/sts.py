@@ -22,6 +22,9 @@ STS_YEARS = {
 SEVEN_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
 DEV_TASK = "STS-B-dev"
 ALL_TASKS = [*SEVEN_TASKS, DEV_TASK]
+# by name only: MTEB's SICK-R, all 9,927 SICK pairs (train + trial + test), where SentEval's uses the test pairs
+EXTRA_TASKS = ["SICK-R-full"]
+KNOWN_TASKS = [*ALL_TASKS, *EXTRA_TASKS]
 
 
 @dataclass
@@ -77,7 +80,7 @@ def _concat(name: str, parts: list[STSPairs]) -> STSPairs:
 
 
 def load_sts_task(name: str, root: Path | None = None) -> STSPairs:
-    """One of ``ALL_TASKS`` from the vendored data."""
+    """One of ``KNOWN_TASKS`` from the vendored data."""
     sts = (root or data_dir()) / "sts"
     if name in STS_YEARS:
         return _concat(name, [read_scored_pairs(sts / name / f"{s}.tsv") for s in STS_YEARS[name]])
@@ -87,4 +90,7 @@ def load_sts_task(name: str, root: Path | None = None) -> STSPairs:
         return read_scored_pairs(sts / "STSBenchmark" / "dev.tsv", name)
     if name == "SICK-R":
         return read_scored_pairs(sts / "SICK" / "test.tsv", name, score_column="relatedness")
-    raise HardcseError(f"unknown STS task {name!r}; known: {', '.join(ALL_TASKS)}")
+    if name == "SICK-R-full":
+        parts = ("train", "trial", "test")
+        return _concat(name, [read_scored_pairs(sts / "SICK" / f"{s}.tsv", score_column="relatedness") for s in parts])
+    raise HardcseError(f"unknown STS task {name!r}; known: {', '.join(KNOWN_TASKS)}")
