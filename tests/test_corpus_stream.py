@@ -38,7 +38,8 @@ def test_every_format_streams_the_same_sentences(corpora, name):
     ("content", "name", "message"),
     [
         (b"fine\n\xff\xfe\n", "bad.txt", "bad.txt:2: not UTF-8"),
-        (b'{"text": "a"}\n[1]\n', "bad.jsonl", "bad.jsonl:2: expected an object with a text 'text'"),
+        (b'{"text": "a"}\n[1]\n', "bad.jsonl", "bad.jsonl:2: expected a JSON object per line"),
+        (b'{"text": "a"}\n{"id": 1}\n', "bad2.jsonl", "bad2.jsonl:2: expected an object with a text 'text'"),
         (b"id,sentence\n1,a\n", "bad.csv", "bad.csv:1: no column 'text'"),
         (b"id,text\n1,a,b\n", "bad2.csv", "bad2.csv:2: 3 fields, the header has 2"),
         (b"a\n", "bad.xlsx", "unknown corpus type '.xlsx'"),

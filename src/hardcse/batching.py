@@ -1,4 +1,5 @@
-"""Length-grouped batches for sentence-transformers' trainers: less padding, same data, still shuffled."""
+"""Batch samplers for sentence-transformers' trainers: length-grouped (less padding, same data, still shuffled)
+and fixed-order batches (a curriculum: rows laid out batch after batch)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,36 @@ class LengthGroupedBatchSampler(DefaultBatchSampler):
             batches = [b for b in batches if len(b) == self.batch_size]
         for i in torch.randperm(len(batches), generator=g).tolist():
             yield batches[i]
+
+
+class PlanBatchSampler(DefaultBatchSampler):
+    """Yields the plan's batches in the plan's order (the dataset rows are laid out batch after batch)."""
+
+    def __init__(self, dataset: Dataset, sizes: list[int], **kwargs: object) -> None:
+        super().__init__(dataset, **kwargs)
+        self.sizes = sizes
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        start = 0
+        for size in self.sizes:
+            yield list(range(start, start + size))
+            start += size
+
+
+class PlanBatches:
+    """The trainer's ``batch_sampler`` argument: builds a :class:`PlanBatchSampler` (picklable, unlike a lambda,
+    because the trainer saves its arguments with every checkpoint)."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+
+    def __call__(self, dataset: Dataset, **kwargs: object) -> PlanBatchSampler:
+        return PlanBatchSampler(dataset, self.sizes, **kwargs)
+
+
+def ordered_batches(n_rows: int, batch_size: int) -> PlanBatches:
+    """The rows in dataset order, in batches of ``batch_size`` (the last one smaller)."""
+    return PlanBatches([min(batch_size, n_rows - start) for start in range(0, n_rows, batch_size)])

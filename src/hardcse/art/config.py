@@ -7,7 +7,7 @@ extends it with the rounds, so the two never drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
@@ -260,6 +260,9 @@ class ArtRunConfig(TuneConfig):
     # SimCSE on the kept triplets, from the previous round's encoder (its encoder and pooling are the run's).
     # Paper: 2 epochs, lr 1e-7 to 2e-7 for BERT/RoBERTa-large on 20k triplets.
     encoder_training: SimCSETraining = field(default_factory=SimCSETraining)
+    # shuffled: SimCSE's batches (the paper) | easy_to_hard: Data-CUBE's instance curriculum on the round's
+    # triplets, phi = cos(x, y+) - cos(x, y-) by the round's starting encoder, batches in descending phi
+    encoder_order: Literal["shuffled", "easy_to_hard"] = "shuffled"
     mix_triplets: str | None = None  # a triplet file whose rows are added to every round's training data
     mix_examples: int | None = None  # how many of them (the first N); null: all
     # The encoder a round hands on is the better of (trained, previous) on STS-B dev: a round never makes the

@@ -19,6 +19,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardcse.art.anchors import split_anchors
 from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
@@ -40,6 +41,9 @@ from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +271,15 @@ def _training_data(config: ArtRunConfig, round_dir: Path) -> tuple[list[Triplet]
     return data, check.summary()["sources"]
 
 
+def _easy_to_hard(model: SentenceTransformer, data: list[Triplet]) -> list[Triplet]:
+    """Data-CUBE's instance order on ART's triplets: phi = cos(x, y+) - cos(x, y-) by ``model``, descending."""
+    from hardcse.encoder.encode import pair_cosines
+
+    anchors, positives, negatives = (list(c) for c in zip(*data, strict=True))
+    phi = pair_cosines(model, anchors, positives) - pair_cosines(model, anchors, negatives)
+    return [data[i] for i in sorted(range(len(data)), key=lambda i: (-phi[i], i))]
+
+
 def _train_round_encoder(
     config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str, previous: Path
 ) -> None:
@@ -283,7 +296,11 @@ def _train_round_encoder(
         if is_main():
             model.save(str(out))
     else:  # under several processes every rank trains (DDP); rank 0 writes
-        outcome = train_simcse(model, data, "sup", config.encoder_training, out)
+        if config.encoder_order == "easy_to_hard":
+            data = _easy_to_hard(model, data)
+            record["order"] = "easy_to_hard"
+        in_order = config.encoder_order == "easy_to_hard"
+        outcome = train_simcse(model, data, "sup", config.encoder_training, out, in_order=in_order)
         record.update(
             trained=True,
             best_dev=outcome.best_dev,

@@ -31,6 +31,9 @@ class CurriculumConfig(Checked):
     encoder: str = "bundled:minilm-l6"  # the encoder trained
     scorer: str | None = None  # the pre-learned model for task vectors and difficulties; null: ``encoder``
     data: str = "builtin"  # builtin (the vendored collection) | a MEDI .json/.jsonl | a task folder
+    # more tasks, one per entry: a SimCSE triplet CSV or an ART run folder (its rounds' kept triplets), e.g. ART's
+    # synthetic triplets as a task of the collection (configs/compose-art-in-datacube.yaml)
+    triplet_tasks: list[str] = field(default_factory=list)
     max_per_task: int | None = 400  # instances kept per task (seeded sample); null: all
     task_order: Literal["anneal", "random"] = "anneal"  # anneal: the task curriculum
     instance_order: Literal["easy_to_hard", "random"] = "easy_to_hard"  # easy_to_hard: the instance curriculum

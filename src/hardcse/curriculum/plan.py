@@ -34,6 +34,7 @@ from hardcse.data.multitask import (  # noqa: E402
     decontaminate_tasks,
     read_medi,
     read_task_folder,
+    triplet_task,
 )
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
@@ -69,12 +70,14 @@ class Plan:
 
 
 def load_tasks(config: CurriculumConfig, check: Decontamination | None = None) -> list[Task]:
-    """The configured collection, with at most ``max_per_task`` instances per task (a seeded sample); with
+    """The configured collection and ``triplet_tasks``, with at most ``max_per_task`` instances per task (a seeded
+    sample); with
     ``check``, without the instances that match an evaluation text (dropped before the sample)."""
+    extra = [triplet_task(source) for source in config.triplet_tasks]
     if config.data == "builtin":
-        return builtin_collection(config.max_per_task, config.seed, check)
+        return builtin_collection(config.max_per_task, config.seed, check, extra)
     path = Path(config.data)
-    tasks = read_task_folder(path) if path.is_dir() else read_medi(path)
+    tasks = [*(read_task_folder(path) if path.is_dir() else read_medi(path)), *extra]
     if check is not None:
         decontaminate_tasks(tasks, check)
     rng = random.Random(config.seed)

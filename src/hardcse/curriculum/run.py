@@ -17,6 +17,7 @@ from hardcse.curriculum.config import CurriculumConfig
 from hardcse.curriculum.plan import build_plan, load_plan, load_tasks, save_plan
 from hardcse.curriculum.train import train_from_plan
 from hardcse.data.decontamination import Decontamination
+from hardcse.data.multitask import triplet_task
 from hardcse.distributed import is_main
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
@@ -31,9 +32,12 @@ def datacube_run(
     resolve_model(config.encoder)  # a missing model fails here, before any work
     if config.scorer:
         resolve_model(config.scorer)
+    # a user's task data is read and checked (a task emptied by decontamination too) before any folder is made
     if config.data != "builtin":
-        # a user's task data is read and checked (a task emptied by decontamination too) before any folder is made
         load_tasks(config, Decontamination(config.decontamination))
+    else:
+        for source in config.triplet_tasks:
+            triplet_task(source)
     command = "datacube train" if train else "datacube plan"
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command) as run:
         plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config), partial))

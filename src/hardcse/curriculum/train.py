@@ -9,46 +9,17 @@ texts, so the trainer, its data collator and the saved model stay standard sente
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.sampler import DefaultBatchSampler
 
+from hardcse.batching import PlanBatches
 from hardcse.curriculum.plan import Plan, difficulties
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.training import TrainOutcome, run_training_job
-
-
-class PlanBatchSampler(DefaultBatchSampler):
-    """Yields the plan's batches in the plan's order (the dataset rows are laid out batch after batch)."""
-
-    def __init__(self, dataset: Dataset, sizes: list[int], **kwargs: object) -> None:
-        super().__init__(dataset, **kwargs)
-        self.sizes = sizes
-
-    def __len__(self) -> int:
-        return len(self.sizes)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        start = 0
-        for size in self.sizes:
-            yield list(range(start, start + size))
-            start += size
-
-
-class PlanBatches:
-    """The trainer's ``batch_sampler`` argument: builds a :class:`PlanBatchSampler` (picklable, unlike a lambda,
-    because the trainer saves its arguments with every checkpoint)."""
-
-    def __init__(self, sizes: list[int]) -> None:
-        self.sizes = sizes
-
-    def __call__(self, dataset: Dataset, **kwargs: object) -> PlanBatchSampler:
-        return PlanBatchSampler(dataset, self.sizes, **kwargs)
 
 
 def underfit_share(model: SentenceTransformer, plan: Plan) -> float:

@@ -9,10 +9,10 @@ JSONL line that is not an object with the column, or a file without the column s
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from hardcse.data.jsonl import parse_line
 from hardcse.errors import HardcseError
 
 BATCH_ROWS = 10_000
@@ -60,13 +60,10 @@ def _text_file(path: Path, suffix: str, column: str) -> Iterator[str]:
         return
     if suffix in (".jsonl", ".json"):
         for number, line in _lines(path):
-            if not line.strip():
+            row = parse_line(path, number, line)
+            if row is None:
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise HardcseError(f"{path}:{number}: not valid JSON ({e.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get(column), str):
+            if not isinstance(row.get(column), str):
                 raise HardcseError(f"{path}:{number}: expected an object with a text {column!r}")
             if row[column].strip():
                 yield row[column].strip()

@@ -82,16 +82,19 @@ def read_utf8(path: str | Path) -> str:
         raise HardcseError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
 
 
+def parse_line(path: Path, number: int, line: str) -> dict | None:
+    """Line ``number`` of a JSONL file as its object (None for a blank line); anything else is an error."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise HardcseError(f"{path}:{number}: not valid JSON ({e.msg})") from None
+    if not isinstance(record, dict):
+        raise HardcseError(f"{path}:{number}: expected a JSON object per line")
+    return record
+
+
 def _parse(path: Path, text: str) -> list[tuple[int, dict]]:
-    records = []
-    for number, line in enumerate(split_lines(text), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise HardcseError(f"{path}:{number}: not valid JSON ({e.msg})") from None
-        if not isinstance(record, dict):
-            raise HardcseError(f"{path}:{number}: expected a JSON object per line")
-        records.append((number, record))
-    return records
+    lines = enumerate(split_lines(text), start=1)
+    return [(n, record) for n, line in lines if (record := parse_line(path, n, line)) is not None]

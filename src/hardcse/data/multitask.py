@@ -22,6 +22,7 @@ from hardcse.data.nli import LABEL_ID, read_nli_files
 from hardcse.data.pairs import read_labeled_pairs
 from hardcse.data.sts import read_scored_pairs
 from hardcse.data.table import read_table
+from hardcse.data.triplets import read_triplets
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
 
@@ -127,6 +128,31 @@ def read_task_folder(folder: str | Path) -> list[Task]:
     return tasks
 
 
+def triplet_task(source: str | Path) -> Task:
+    """A task of (anchor, positive, negative) triplets: a SimCSE triplet CSV, or an ART run folder (the kept
+    triplets of all its rounds, ``round_*/triplets.csv``), with the sentence-similarity instructions of the
+    built-in collection's STS-B task. Its name is ``triplets-`` and the file's stem or the run folder's name."""
+    source = Path(source)
+    if source.is_dir():
+        files = sorted(source.glob("round_*/triplets.csv"))
+        if not files:
+            raise HardcseError(f"triplet_tasks: {source} holds no round_*/triplets.csv (is it an ART run folder?)")
+        name = source.name
+    else:
+        files, name = [source], source.stem
+    if not all(f.is_file() for f in files):
+        raise HardcseError(f"triplet_tasks: {source}: no such file")
+    task = _task(
+        f"triplets-{name}",
+        RETRIEVE.format(what="sentence", target="a semantically similar sentence"),
+        "Represent the sentence for retrieval:",
+    )
+    task.instances = [Instance(*t) for f in files for t in read_triplets(f)]
+    if not task.instances:
+        raise HardcseError(f"triplet_tasks: {source}: no triplets")
+    return task
+
+
 # ----- the built-in collection ---------------------------------------------------------------------------------
 
 RETRIEVE = "Represent the {what} for retrieving {target}:"
@@ -137,7 +163,10 @@ def _task(name: str, query: str, positive: str, negative: str | None = None) -> 
 
 
 def builtin_collection(
-    max_per_task: int | None = 2000, seed: int = 42, check: Decontamination | None = None
+    max_per_task: int | None = 2000,
+    seed: int = 42,
+    check: Decontamination | None = None,
+    extra: list[Task] | None = None,
 ) -> list[Task]:
     """Ten tasks from the vendored files, each with its own instructions (INSTRUCTOR style). Only training
     splits (and PAWS-Wiki dev, which nothing evaluates on) and no NLI evaluation split; with ``check``, no instance
@@ -196,6 +225,7 @@ def builtin_collection(
         ),
         _qnli_task(root, rng),
         _wiki_task(root, rng),
+        *(extra or []),  # tasks of the caller's (``triplet_tasks``), sampled and checked like the rest
     ]
     if check is not None:
         decontaminate_tasks(tasks, check)

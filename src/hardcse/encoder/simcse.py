@@ -94,11 +94,15 @@ def train_simcse(
     mode: str,
     config: SimCSETraining,
     out_dir: str | Path,
+    *,
+    in_order: bool = False,
 ) -> TrainOutcome:
     """Train ``model`` with SimCSE on ``data`` (triplets for ``sup``, sentences for ``unsup``); the best checkpoint
-    on STS-B dev is saved to ``out_dir`` (see :func:`hardcse.training.run_training_job`)."""
+    on STS-B dev is saved to ``out_dir`` (see :func:`hardcse.training.run_training_job`). ``in_order``: batches
+    follow ``data``'s order (a curriculum) instead of a shuffle."""
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
+    from hardcse.batching import ordered_batches
     from hardcse.encoder.contrastive import InBatchContrastiveLoss
     from hardcse.training import run_training_job
 
@@ -112,8 +116,12 @@ def train_simcse(
         config.training,
         out_dir,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
-        batch_sampler=BatchSamplers.NO_DUPLICATES if mode == "sup" else BatchSamplers.BATCH_SAMPLER,
-        record={"mode": mode},
+        batch_sampler=ordered_batches(len(dataset), config.training.batch_size)
+        if in_order
+        else BatchSamplers.NO_DUPLICATES
+        if mode == "sup"
+        else BatchSamplers.BATCH_SAMPLER,
+        record={"mode": mode, "order": "given" if in_order else "shuffled"},
     )
 
 
