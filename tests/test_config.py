@@ -184,6 +184,7 @@ CONFIG_CLASSES = {
     "nli-judge.yaml": NLITrainConfig,
     "tune-cpu.yaml": TuneConfig,
     "few-shot.yaml": TuneConfig,
+    "compose-art-in-datacube.yaml": CurriculumConfig,
 }
 
 
