@@ -66,8 +66,10 @@ def print_sts(records: dict[str, dict], out: Path | None = None, title: str = ""
     table = sts_table_markdown(sts_rows(records))
     print(table)
     for label, record in records.items():
-        mteb = "backend" in record  # MTEB encodes both sides of every pair
-        counted = "sentences encoded (both sides of each pair)" if mteb else "distinct sentences"
+        if "backend" in record:  # MTEB encodes both sides of every pair
+            counted = f"sentences encoded by {record['backend']}'s evaluator (both sides of each pair)"
+        else:
+            counted = "distinct sentences"
         print(f"({label}: {record['n_sentences']} {counted}, {record['seconds']:.1f} s)")
     if out is not None:
         (out / "eval.md").write_text(f"# STS evaluation{title}\n\n{table}\n", encoding="utf-8")
