@@ -296,10 +296,10 @@ def _train_round_encoder(
         if is_main():
             model.save(str(out))
     else:  # under several processes every rank trains (DDP); rank 0 writes
-        if config.encoder_order == "easy_to_hard":
+        in_order = config.encoder_order == "easy_to_hard"
+        if in_order:
             data = _easy_to_hard(model, data)
             record["order"] = "easy_to_hard"
-        in_order = config.encoder_order == "easy_to_hard"
         outcome = train_simcse(model, data, "sup", config.encoder_training, out, in_order=in_order)
         record.update(
             trained=True,

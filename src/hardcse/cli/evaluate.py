@@ -54,8 +54,8 @@ def run(args: argparse.Namespace) -> None:
             raise HardcseError("--pairs works with the hardcse backend only; leave out --backend mteb")
         from hardcse.evaluation.mteb_backend import mteb_record, mteb_tasks
 
-        mteb_tasks(args.tasks)  # the extra installed and every task known, before the model loads
-        record = mteb_record(load_encoder(args.model, args.pooling), args.model, args.tasks, out)
+        tasks = mteb_tasks(args.tasks)  # the extra installed and every task known, before the model loads
+        record = mteb_record(load_encoder(args.model, args.pooling), args.model, args.tasks, tasks, out)
     else:
         tasks = [read_scored_pairs(p, on_error=on_error(args)) for p in args.pairs] if args.pairs else args.tasks
         record = sts_record(load_encoder(args.model, args.pooling), args.model, tasks)

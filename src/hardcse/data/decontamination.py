@@ -200,12 +200,8 @@ class Decontamination:
         """One line a source (default all), for logs and reports."""
         if not self.config.enabled:
             return ["decontamination: off (decontamination.enabled: false)"]
-        return [
-            f"{source}: {c['dropped']} of {c['checked']} rows dropped ({c['exact']} exact, {c['near']} near "
-            f"duplicates of evaluation texts)"
-            for source in (sources if sources is not None else self.counts)
-            for c in [self.counts[source]]
-        ]
+        chosen = sources if sources is not None else self.counts
+        return [f"{source}: {_counted(self.counts[source])}" for source in chosen]
 
 
 def recorded_line(folder: Path) -> str | None:
@@ -217,7 +213,12 @@ def recorded_line(folder: Path) -> str | None:
     if not summary["enabled"]:
         return "decontamination: off (decontamination.enabled: false)"
     total = {k: sum(c[k] for c in summary["sources"].values()) for k in ("checked", "dropped", "exact", "near")}
+    return f"decontamination: {_counted(total)}; per source: {path}"
+
+
+def _counted(c: dict[str, int]) -> str:
+    """Counts of one source (or a total) in words."""
     return (
-        f"decontamination: {total['dropped']} of {total['checked']} rows dropped ({total['exact']} exact, "
-        f"{total['near']} near duplicates of evaluation texts); per source: {path}"
+        f"{c['dropped']} of {c['checked']} rows dropped ({c['exact']} exact, {c['near']} near duplicates of "
+        "evaluation texts)"
     )

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hardcse.data.sts import DEV_TASK, KNOWN_TASKS, SEVEN_TASKS, STSPairs, load_sts_task
+from hardcse.data.sts import DEV_TASK, KNOWN_TASKS, STSPairs, load_sts_task
 from hardcse.errors import HardcseError
+from hardcse.evaluation.sts import seven_task_average
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -50,14 +51,12 @@ def mteb_tasks(names: Sequence[str]) -> list:
     from datasets import Dataset, DatasetDict
 
     mteb = _import_mteb()
-    grouped: dict[str, dict[str, STSPairs]] = {}  # MTEB name -> split -> pairs
-    renamed: dict[str, tuple[str, str]] = {}
+    grouped: dict[tuple[str, str], dict[str, STSPairs]] = {}  # (MTEB task, name it runs as) -> split -> pairs
     tasks = []
     for name in names:
         if name in MTEB_TASKS:
             base, split, alias = MTEB_TASKS[name]
-            grouped.setdefault(alias or base, {})[split] = load_sts_task(name)
-            renamed[alias or base] = (base, alias or base)
+            grouped.setdefault((base, alias or base), {})[split] = load_sts_task(name)
         else:
             try:
                 tasks.append(mteb.get_task(name))
@@ -65,8 +64,7 @@ def mteb_tasks(names: Sequence[str]) -> list:
                 raise HardcseError(
                     f"unknown task {name!r}: neither hardcse's ({', '.join(KNOWN_TASKS)}) nor MTEB's"
                 ) from None
-    for key, splits in grouped.items():
-        base, new_name = renamed[key]
+    for (base, new_name), splits in grouped.items():
         task = mteb.get_task(base)
         task.metadata = task.metadata.model_copy(update={"name": new_name, "eval_splits": list(splits)})
         task.dataset = DatasetDict(
@@ -84,12 +82,11 @@ def mteb_tasks(names: Sequence[str]) -> list:
     return tasks
 
 
-def mteb_record(model: SentenceTransformer, source: str, names: Sequence[str], out: Path | None) -> dict:
-    """Run MTEB's evaluator on ``names``; the hardcse record (scores x 100 by hardcse task name, avg7), with MTEB's
-    result files under ``out/mteb`` when ``out`` is given."""
+def mteb_record(model: SentenceTransformer, source: str, names: Sequence[str], tasks: list, out: Path | None) -> dict:
+    """Run MTEB's evaluator on ``tasks`` (``mteb_tasks(names)``); the hardcse record (scores x 100 by hardcse task
+    name, avg7), with MTEB's result files under ``out/mteb`` when ``out`` is given."""
     mteb = _import_mteb()
     start = time.perf_counter()
-    tasks = mteb_tasks(names)
     cache = mteb.ResultCache(out / "mteb") if out is not None else None
     # the name MTEB files the results under (owner/name, as MTEB's model names are)
     model.model_card_data.model_name = "hardcse/" + re.sub(r"[^\w.-]+", "-", source).strip("-")
@@ -109,12 +106,12 @@ def mteb_record(model: SentenceTransformer, source: str, names: Sequence[str], o
         task_result = by_task[alias or base]
         split = split or next(iter(task_result.scores))
         scores[name] = float(task_result.scores[split][0]["cosine_spearman"]) * 100
-    average = sum(scores[t] for t in SEVEN_TASKS) / 7 if all(t in scores for t in SEVEN_TASKS) else None
+    local = [t for t in tasks if t.metadata.dataset["revision"] == "vendored"]  # hardcse's tasks (hub ones aside)
     return {
         "model": source,
         "backend": f"mteb {mteb.__version__}",
         "scores": scores,
-        "avg7": average,
+        "avg7": seven_task_average(scores),
         "seconds": round(time.perf_counter() - start, 2),
-        "n_sentences": sum(2 * len(load_sts_task(t)) for t in names if t in MTEB_TASKS),
+        "n_sentences": sum(2 * len(t.dataset[split]) for t in local for split in t.metadata.eval_splits),
     }

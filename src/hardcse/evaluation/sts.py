@@ -30,10 +30,7 @@ class STSResult:
 
     @property
     def average(self) -> float | None:
-        """Mean over the seven tasks, or None when not all seven were evaluated."""
-        if not all(t in self.scores for t in SEVEN_TASKS):
-            return None
-        return float(np.mean([self.scores[t] for t in SEVEN_TASKS]))
+        return seven_task_average(self.scores)
 
     def to_dict(self) -> dict:
         return {
@@ -44,6 +41,13 @@ class STSResult:
             **self.meta,
             "cosines": {task: [round(float(c), 6) for c in values] for task, values in self.cosines.items()},
         }
+
+
+def seven_task_average(scores: dict[str, float]) -> float | None:
+    """avg7: the mean over the seven STS tasks, or None when not all seven were evaluated."""
+    if not all(t in scores for t in SEVEN_TASKS):
+        return None
+    return float(np.mean([scores[t] for t in SEVEN_TASKS]))
 
 
 def _spearman_x100(cosine: np.ndarray, gold: np.ndarray) -> float:
