@@ -45,6 +45,14 @@ def join_process_group() -> None:
         PartialState(cpu=not torch.cuda.is_available(), timeout=WAIT_FOR_RANK_0)
 
 
+def leave_process_group() -> None:
+    """Destroy the process group before the interpreter exits. Left to interpreter shutdown, gloo's worker threads
+    can still hold tensors whose release needs the GIL then being torn down: the process aborts (SIGABRT) now and
+    then although its command succeeded (see pytorch/pytorch#179291)."""
+    if _initialized():
+        torch.distributed.destroy_process_group()
+
+
 def _initialized() -> bool:
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 

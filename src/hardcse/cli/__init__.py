@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
     from hardcse import run_folder
+    from hardcse.distributed import launched_world_size, leave_process_group
 
     run_folder.INVOCATION = ["hardcse", *(sys.argv[1:] if argv is None else argv)]
     try:
@@ -81,4 +82,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         run_folder.INVOCATION = None  # a library call later in this process is no CLI invocation
+        if launched_world_size() > 1:
+            leave_process_group()
     return 0
