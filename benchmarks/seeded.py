@@ -22,14 +22,15 @@ def record_dir(bench: str, name: str, seed: int) -> Path:
     return RESULTS / bench / name / f"seed-{seed}"
 
 
-def keep_record(run_dir: Path, dest: Path, files: list[str]) -> None:
-    """config.yaml, eval.json (gzipped) and ``files`` (paths inside the run folder, kept by their base name)."""
+def keep_record(run_dir: Path, dest: Path, files: list[str], eval_file: str = "eval.json") -> None:
+    """config.yaml, ``eval_file`` (gzipped, as eval.json.gz; an ART run's is in its last round's folder) and
+    ``files`` (paths inside the run folder, kept by their base name)."""
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     shutil.copyfile(run_dir / "config.yaml", partial / "config.yaml")
     with gzip.open(partial / "eval.json.gz", "wb", compresslevel=9) as fh:
-        fh.write((run_dir / "eval.json").read_bytes())
+        fh.write((run_dir / eval_file).read_bytes())
     for name in files:
         if (run_dir / name).is_file():
             shutil.copyfile(run_dir / name, partial / Path(name).name)
