@@ -5,10 +5,10 @@
 Runs, in this order (a finished run is not repeated, a cut-off one is resumed; every config keeps its own seed):
     hardcse art run --config quickstart --out OUT/art-quickstart                      # ART alone
     hardcse art run --config compose-art-easy-to-hard --out OUT/compose-a             # (a)
-    hardcse diffaug train --config diffaug-semi --out OUT/diffaug-semi                # DiffAug alone
-    hardcse art run --config compose-diffaug-then-art --out OUT/compose-b encoder=OUT/diffaug-semi      # (b)
     hardcse datacube train --config datacube-full --out OUT/datacube-full             # Data-CUBE alone
     hardcse datacube train --config compose-art-in-datacube --out OUT/compose-c triplet_tasks=[OUT/art-quickstart]
+    hardcse diffaug train --config diffaug-semi --out OUT/diffaug-semi                # DiffAug alone
+    hardcse art run --config compose-diffaug-then-art --out OUT/compose-b encoder=OUT/diffaug-semi      # (b)
 Records go to benchmarks/results/compositions/NAME (config.yaml, eval.json.gz, training.json; see seeded.py).
 Writes benchmarks/results/compositions.{json,md,png}: the seven STS tasks, avg7 and STS-B dev of each run and the
 paired bootstrap 95% interval (test pairs resampled within each task; `hardcse compare`'s) of each composition
@@ -29,10 +29,10 @@ BENCH = "compositions"
 RUNS = {
     "art-quickstart": ("art run", "quickstart", []),
     "compose-a": ("art run", "compose-art-easy-to-hard", []),
-    "diffaug-semi": ("diffaug train", "diffaug-semi", []),
-    "compose-b": ("art run", "compose-diffaug-then-art", ["encoder={out}/diffaug-semi"]),
     "datacube-full": ("datacube train", "datacube-full", []),
     "compose-c": ("datacube train", "compose-art-in-datacube", ["triplet_tasks=[{out}/art-quickstart]"]),
+    "diffaug-semi": ("diffaug train", "diffaug-semi", []),
+    "compose-b": ("art run", "compose-diffaug-then-art", ["encoder={out}/diffaug-semi"]),
 }
 # (counterpart, composition): B - A is reported
 PAIRS = [
