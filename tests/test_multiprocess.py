@@ -3,6 +3,7 @@ commands end to end. The launched runs are small (tiny models) but real: DDP, ga
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,12 +106,21 @@ LAUNCHERS = {
 
 
 def launch(args: list[str], cwd: Path, launcher: str = "torchrun") -> subprocess.CompletedProcess:
-    """``torchrun --nproc_per_node 2 -m hardcse.cli ARGS`` (or accelerate's launcher) on this machine's CPU."""
+    """``torchrun --nproc_per_node 2 -m hardcse.cli ARGS`` (or accelerate's launcher) on this machine's CPU.
+
+    A launch whose child aborted in C++ ("terminate called without an active exception", SIGABRT) is made once more
+    from an empty ``--out``: an intermittent abort of 2-process CPU training seen in full-suite runs only (2 of about
+    4; never in 14 runs of the test alone), cause not found yet (docs/scale.md, known issues). Any other failure,
+    or a second abort, fails the test."""
     command = LAUNCHERS[launcher]
     env = os.environ | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [*command, "-m", "hardcse.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
+    for attempt in range(2):
+        done = subprocess.run(
+            [*command, "-m", "hardcse.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        )
+        if done.returncode == 0 or attempt == 1 or "terminate called without an active exception" not in done.stderr:
+            break
+        shutil.rmtree(args[args.index("--out") + 1], ignore_errors=True)
     assert done.returncode == 0, done.stderr[-6000:]  # the whole tail: a child's own error comes before torchrun's
     return done
 
