@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.run_folder import round_dirs
+from hardcse.evaluation.results import last_round_eval_path
 from seeded import RESULTS, keep_record
 
 BENCH = "compositions"
@@ -48,10 +48,10 @@ def final_eval(folder: Path) -> str:
     """Where a run folder's final evaluation is: its eval.json, or an ART run's last evaluated round's."""
     if (folder / "eval.json").is_file():
         return "eval.json"
-    evaluated = [d for d in round_dirs(folder) if (d / "eval.json").is_file()]
-    if not evaluated:
+    path = last_round_eval_path(folder)
+    if path is None:
         raise SystemExit(f"{folder}: no eval.json; rerun the benchmark to resume it")
-    return f"{evaluated[-1].name}/eval.json"
+    return path.relative_to(folder).as_posix()
 
 
 def run(name: str, out: Path) -> None:

@@ -48,7 +48,8 @@ def join_process_group() -> None:
 def leave_process_group() -> None:
     """Destroy the process group before the interpreter exits. Left to interpreter shutdown, gloo's worker threads
     can still hold tensors whose release needs the GIL then being torn down: the process aborts (SIGABRT) now and
-    then although its command succeeded (see pytorch/pytorch#179291)."""
+    then although its command succeeded (see pytorch/pytorch#179291). It does not cure the abort during 2-process
+    CPU training described in docs/scale.md (known issue)."""
     if _initialized():
         torch.distributed.destroy_process_group()
 

@@ -76,10 +76,16 @@ def _read_record(folder: Path) -> dict | None:
     return last_round_eval(folder)
 
 
+def last_round_eval_path(run_dir: Path) -> Path | None:
+    """An ART run folder's last evaluated ``round_*/eval.json`` (its path), or None."""
+    evaluated = [d / "eval.json" for d in round_dirs(run_dir) if (d / "eval.json").is_file()]
+    return evaluated[-1] if evaluated else None
+
+
 def last_round_eval(run_dir: Path) -> dict | None:
     """An ART run folder's last evaluated ``round_*/eval.json``, or None."""
-    evaluated = [d / "eval.json" for d in round_dirs(run_dir) if (d / "eval.json").is_file()]
-    return json.loads(evaluated[-1].read_text(encoding="utf-8")) if evaluated else None
+    path = last_round_eval_path(run_dir)
+    return json.loads(path.read_text(encoding="utf-8")) if path else None
 
 
 def model_fingerprint(model_dir: Path) -> str:
