@@ -1,5 +1,6 @@
 """Shared fixtures: tiny randomly initialised models built in the test (never downloaded), small data files."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -22,6 +23,18 @@ from transformers import (  # noqa: E402
 )
 
 from hardcse.resources import bundled_encoder_dir  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _root_log_handlers_are_restored():
+    """An in-process CLI call installs a stderr handler on pytest's captured stream, which closes with its test;
+    later tests would log into the closed stream ("--- Logging error ---")."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
 
 SENTENCES = [
     "A man is playing a guitar on the porch.",

@@ -175,6 +175,7 @@ class RunFolder:
         on rank 0 only); otherwise rank 0 builds while the others wait. Returns the output's path."""
         final = self.dir / output
         if final.exists():
+            self._close_interrupted_entry(name, final)
             log.info("stage %s: done, skipped", name)
             return final
         partial = final if in_place else final.with_name(final.name + PARTIAL)
@@ -209,6 +210,17 @@ class RunFolder:
         entry |= {"end": now(), "seconds": round(time.perf_counter() - start, 1)}
         self._save_manifest()
         return final
+
+    def _close_interrupted_entry(self, name: str, final: Path) -> None:
+        """A run killed between a stage's rename and its manifest write left a whole output whose entry has no end:
+        the end is the output's modification time (so the stage's time still counts in the report)."""
+        entry = self.manifest["stages"].get(name)
+        if entry is None or "end" in entry:
+            return
+        end = datetime.fromtimestamp(final.stat().st_mtime, UTC)
+        seconds = max(0.0, (end - datetime.fromisoformat(entry["start"])).total_seconds())
+        entry |= {"end": end.isoformat(timespec="seconds"), "seconds": round(seconds, 1), "end_from": "output mtime"}
+        self._save_manifest()
 
     def record(self, key: str, value: object) -> None:
         """Add ``key`` to the manifest (for facts of the run that are no stage's output)."""
