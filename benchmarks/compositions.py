@@ -12,9 +12,8 @@ Runs, in this order (a finished run is not repeated, a cut-off one is resumed; e
 Records go to benchmarks/results/compositions/NAME (config.yaml, eval.json.gz, training.json; see seeded.py).
 Writes benchmarks/results/compositions.{json,md,png}: the seven STS tasks, avg7 and STS-B dev of each run and the
 paired bootstrap 95% interval (test pairs resampled within each task; `hardcse compare`'s) of each composition
-against its counterparts. One seed per run (about 70 min for all six on 2 cores by the configs' stated times, not yet
-measured): the interval covers the test sets' sampling, not the spread between training seeds, which the DiffAug
-and Data-CUBE benchmarks measure.
+against its counterparts. One seed per run (92 min for all six on 2 cores, 2026-11-24): the interval covers the
+test sets' sampling, not the spread between training seeds, which the DiffAug and Data-CUBE benchmarks measure.
 """
 
 import argparse
