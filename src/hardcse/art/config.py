@@ -16,6 +16,7 @@ from hardcse.devices import check_device
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
+from hardcse.engines import check_engine
 
 TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
 
@@ -233,9 +234,14 @@ class TuneConfig(Checked):
     # Where the discriminator, the judge and the encoder run when they score (reward, filter, mining, judge):
     # auto | cpu | cuda | cuda:N (hardcse/devices.py). The generator has generator.device, training training.device.
     device: str = "auto"
+    # What runs the forward passes that train nothing (synthesis, held-out comparison, evaluation, the reward's and
+    # the miner's cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
+    # RL rollouts and every training step run in PyTorch.
+    engine: str = "auto"
 
     def check(self) -> None:
         check_device("device", self.device)
+        check_engine("engine", self.engine)
 
 
 @dataclass

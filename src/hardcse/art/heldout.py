@@ -122,7 +122,7 @@ def held_out_comparison(
         generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
     records = {}
     for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
-        synthesize(source, anchors, generation, reward, config.filter, work_dir / side)
+        synthesize(source, anchors, generation, reward, config.filter, work_dir / side, engine=config.engine)
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     result = compare(

@@ -36,6 +36,7 @@ from hardcse.discriminator.train import train_nli
 from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
+from hardcse.engines import select_engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
@@ -93,6 +94,7 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
     """Run (or continue) every stage of the run; returns the final encoder's folder."""
+    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
     folder = RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run")
     folder.check()  # a mistake in --out is reported before the models are resolved (a first conversion takes 30 s)
     blocks = validate(config)
@@ -198,6 +200,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             mine_from=corpus,
             mining=config.mining,
             decontamination=config.decontamination,
+            engine=config.engine,
         )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done

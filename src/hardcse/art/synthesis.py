@@ -2,7 +2,8 @@
 
 Every generation is kept in ``synthetic.jsonl`` with its parse status and reward parts; the triplets that pass
 the filter go to ``triplets.csv`` (SimCSE format). An anchor's texts depend only on the generator, the seed and
-the anchor (a random stream per anchor and kind), not on ``generator.batch_size`` or the anchors beside it.
+the anchor (a random stream per anchor and kind), not on ``generator.batch_size`` or the anchors beside it
+(the PyTorch engine; OpenVINO GenAI draws one stream per batch, so there they depend on the batching too).
 Under several processes each rank generates and scores every world_size-th batch of the one-process batching and
 rank 0 merges them in anchor order, then mines, filters and writes: the files equal the one-process files.
 """
@@ -19,10 +20,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig, TuneConfig
-from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import Parsed, parse_response
 from hardcse.art.generator.prompts import render_prompts
-from hardcse.art.generator.sampling import row_seed, sample
+from hardcse.art.generator.sampling import row_seed
+from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.mining import mine_negatives
 from hardcse.art.reward import DualReward, RewardParts
 from hardcse.atomic import write_text_atomic
@@ -31,6 +32,7 @@ from hardcse.data.jsonl import jsonl_text
 from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
 from hardcse.distributed import gather_objects, rank_share, run_on_main
+from hardcse.engines import select_engine
 from hardcse.errors import HardcseError
 
 
@@ -78,15 +80,18 @@ def synthesize(
     mine_from: list[str] | None = None,
     mining: MiningConfig | None = None,
     decontamination: DecontaminationConfig | None = None,
+    engine: str = "auto",
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
     corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`).
     A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
-    default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record."""
+    default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
+    where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load_generator(generator_source, generation)
+    generator = TextGenerator(generator_source, generation, engine)
+    tokenizer = generator.tokenizer
     written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
     tokens = 0
     start = time.perf_counter()
@@ -104,8 +109,8 @@ def synthesize(
         prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
         # each (anchor, kind) draws from its own stream: the text does not depend on the batching (module doc)
         seeds = [row_seed(generation.seed, kind, anchor) for kind, anchor in zip(kinds, pair_anchors, strict=True)]
-        samples = sample(model, tokenizer, prompts, generation, groups=kinds, row_seeds=seeds)
-        tokens += int(samples.response_mask.sum())
+        samples = generator.generate(prompts, groups=kinds, row_seeds=seeds)
+        tokens += samples.tokens
         parsed = [
             parse_response(t, a, truncated=c)
             for t, a, c in zip(samples.texts, pair_anchors, samples.truncated, strict=True)
@@ -196,6 +201,7 @@ def synthesis_run(
     """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
     ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
     the synthesis report. The inputs that are not config are recorded in the manifest."""
+    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
     from hardcse.art.anchors import split_anchors
     from hardcse.data.corpus import read_sentences
     from hardcse.discriminator.nli import load_discriminator
@@ -222,7 +228,14 @@ def synthesis_run(
             discriminator = load_discriminator(config.discriminator, config.device)
             reward = DualReward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
             synthesize(
-                source, texts, config.generator, reward, config.filter, run.dir, decontamination=config.decontamination
+                source,
+                texts,
+                config.generator,
+                reward,
+                config.filter,
+                run.dir,
+                decontamination=config.decontamination,
+                engine=config.engine,
             )
 
         done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)

@@ -33,6 +33,7 @@ from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.distributed import is_main, mean_over_ranks, rank, rank_block, run_on_main, world_size
 from hardcse.encoder.build import load_encoder
+from hardcse.engines import select_engine
 from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,7 @@ def _finish(out_dir: Path, final: Path) -> None:
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
     """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
     last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
+    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
     from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 

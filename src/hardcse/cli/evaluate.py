@@ -8,6 +8,7 @@ from pathlib import Path
 from hardcse.cli.common import add_skip_bad_rows, on_error, print_sts
 from hardcse.data.sts import ALL_TASKS, KNOWN_TASKS
 from hardcse.encoder import POOLINGS
+from hardcse.engines import ENGINES, PRECISIONS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +31,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--pairs", nargs="+", metavar="FILE", help="your own pair files (sentence1, sentence2, score)")
     p.add_argument("--pooling", default="default", choices=POOLINGS)
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="what encodes: auto (OpenVINO on a CPU where installed, else PyTorch), torch or openvino",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="OpenVINO's precision: auto (bfloat16 where the CPU computes it natively; scores within ~0.01 of "
+        "PyTorch's) or float32 (PyTorch's scores to 1e-4, slower)",
+    )
     add_skip_bad_rows(p)
     p.add_argument("--out", help="folder for eval.json and eval.md")
     p.set_defaults(func=run)
@@ -39,12 +53,14 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.atomic import write_json_atomic
     from hardcse.data.sts import read_scored_pairs
     from hardcse.encoder.build import load_encoder
+    from hardcse.engines import select_engine
     from hardcse.errors import HardcseError
     from hardcse.evaluation.sts import sts_record
     from hardcse.run_folder import check_output_folder
 
     if args.out:
         check_output_folder(Path(args.out))
+    select_engine(args.engine, "--engine", args.precision)
     unknown = [t for t in args.tasks if t not in KNOWN_TASKS]
     if unknown and args.backend == "hardcse":
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(KNOWN_TASKS)} (more with --backend mteb)")

@@ -14,6 +14,8 @@ import torch
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
+from hardcse.engines import encoder_engine, encoder_precision
+
 
 def token_budget_batches(lengths: Sequence[int], tokens_per_batch: int) -> list[np.ndarray]:
     """Indices grouped into batches, shortest first, each with at most ``tokens_per_batch`` padded tokens
@@ -36,6 +38,16 @@ def _pretokenized(model: SentenceTransformer) -> bool:
     return type(first).__name__ == "Transformer" and not getattr(first, "do_lower_case", False)
 
 
+def encoding_engine(model: SentenceTransformer) -> str:
+    """What :func:`encode` runs ``model`` with: ``openvino`` where the process-wide engine resolves to it and the
+    model converts (a text Transformer first module), else ``torch``."""
+    if encoder_engine(model.device) != "openvino":
+        return "torch"
+    from hardcse.encoder.openvino import supports_openvino
+
+    return "openvino" if supports_openvino(model) else "torch"
+
+
 def encode(
     model: SentenceTransformer,
     sentences: Sequence[str],
@@ -56,6 +68,13 @@ def encode(
     tokens = tokenizer(sentences, truncation=True, max_length=model.max_seq_length)
     batches = token_budget_batches([len(ids) for ids in tokens["input_ids"]], tokens_per_batch)
     reuse = _pretokenized(model)
+    forward = model
+    if encoding_engine(model) == "openvino":
+        from hardcse.encoder.openvino import openvino_forward
+
+        def forward(features: dict) -> dict:
+            return openvino_forward(model, features, encoder_precision())
+
     out: np.ndarray | None = None
     model.eval()
     with (
@@ -68,7 +87,7 @@ def encode(
             else:
                 features = model.preprocess([sentences[i] for i in idx])
             features = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
-            emb = model(features)["sentence_embedding"].float().cpu().numpy()
+            emb = forward(features)["sentence_embedding"].float().cpu().numpy()
             if out is None:
                 out = np.empty((len(sentences), emb.shape[1]), dtype=np.float32)
             out[idx] = emb

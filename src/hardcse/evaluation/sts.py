@@ -13,7 +13,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
 from hardcse.data.sts import ALL_TASKS, SEVEN_TASKS, STSPairs, load_sts_task
-from hardcse.encoder.encode import encode, row_cosines
+from hardcse.encoder.encode import encode, encoding_engine, row_cosines
+from hardcse.engines import encoder_precision
 from hardcse.errors import HardcseError
 
 
@@ -84,7 +85,9 @@ def evaluate_sts(
     vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress)
     cosines = cosines_of_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
     scores = {task.name: _spearman_x100(cosines[task.name], task.scores) for task in pairs}
-    return STSResult(scores=scores, seconds=time.perf_counter() - start, n_sentences=len(sentences), cosines=cosines)
+    engine = encoding_engine(model)
+    meta = {"engine": engine} | ({"precision": encoder_precision()} if engine == "openvino" else {})
+    return STSResult(scores, time.perf_counter() - start, len(sentences), meta=meta, cosines=cosines)
 
 
 def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:

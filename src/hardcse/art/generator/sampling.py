@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from hardcse.art.config import GeneratorConfig
@@ -53,12 +54,25 @@ def response_mask(response_ids: torch.Tensor, eos_ids: Sequence[int]) -> torch.T
     return (~after_eos).float()
 
 
-def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> list[int]:
-    eos = model.generation_config.eos_token_id
+def _eos_ids(eos: int | list[int] | None, tokenizer: PreTrainedTokenizerBase) -> list[int]:
     ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)
     return sorted(ids)
+
+
+def eos_token_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """The tokens that end a response: the generation config's end-of-sequence ids and the tokenizer's."""
+    return _eos_ids(model.generation_config.eos_token_id, tokenizer)
+
+
+def generation_eos_ids(model_dir: Path, tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """:func:`eos_token_ids` of the causal LM in ``model_dir``, read from its files without loading its weights."""
+    if (model_dir / "generation_config.json").is_file():
+        generation = GenerationConfig.from_pretrained(model_dir)
+    else:  # what from_pretrained derives for a model without one
+        generation = GenerationConfig.from_model_config(AutoConfig.from_pretrained(model_dir))
+    return _eos_ids(generation.eos_token_id, tokenizer)
 
 
 def decoder_and_head(model: PreTrainedModel) -> tuple[torch.nn.Module, torch.nn.Module]:

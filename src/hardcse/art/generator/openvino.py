@@ -1,0 +1,238 @@
+"""The generator in OpenVINO GenAI: exported once per model, sampled by GenAI's continuous-batching pipeline.
+
+Export (:func:`export_generator`). optimum-intel, the usual exporter, pins transformers below the 5.x line this
+project needs, so the export is written here on OpenVINO's own API, following the layout GenAI reads (the one
+``optimum-cli export openvino`` writes): the causal LM is traced by ``openvino.convert_model`` with its key/value
+cache as explicit inputs and outputs (``past_key_values.{i}.key`` -> ``present.{i}.key``), the cache is then hidden
+inside the model as state (``apply_make_stateful_transformation``, each state starting as a zero-length tensor
+of the batch's size), and a ``beam_idx`` input gathers the state's rows, as GenAI expects. The causal mask is
+built in the traced function from the 2-D attention mask (so no length is frozen into the graph). A generator
+folder (base + LoRA adapter) is merged into the base weights before export: a tuned generator is exported once a
+round (~8 s for SmolLM2-135M). The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
+which the pipeline loads although hardcse hands it token ids.
+
+The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the OpenVINO version
+and the model's files (their bytes, or name, size and modification time for files over 64 MiB); it is written
+to a temporary folder and renamed into place, so a kill leaves either a whole export or none.
+
+Sampling (:class:`OpenVINOGenerator`). Prompts go in as token ids (the chat template is applied by hardcse, the
+same ids as the PyTorch path). Precision follows ``generator.dtype``: float32 computes (and caches keys and
+values) in float32, and greedy decoding then writes the PyTorch path's tokens; ``auto`` lets the CPU plugin
+choose (bfloat16 on CPUs with AVX512-BF16 or AMX). Randomness: GenAI's sampler draws from one stream per call,
+seeded with ``rng_seed``, so a row's sample depends on the rows generated with it (unlike the PyTorch path's
+stream per row). hardcse seeds each call from the rows' own seeds: the same batches give byte-identical texts on
+every rerun and under any number of processes (each rank makes whole batches of the one-process batching), but
+a different ``generator.batch_size`` gives other samples from the same distribution.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hardcse.art.config import GeneratorConfig
+from hardcse.engines import openvino_precision, quiet_tracing
+from hardcse.paths import cache_dir
+from hardcse.resources import resolve_model
+
+log = logging.getLogger(__name__)
+
+EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
+MODEL_FILE = "openvino_model.xml"
+HASHED_BYTES = 64 << 20  # files up to this size are keyed by their bytes, larger ones by name, size and mtime
+
+
+def _files_key(folder: Path, digest: Any) -> None:
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0".encode())
+        if stat.st_size > HASHED_BYTES:
+            digest.update(str(stat.st_mtime_ns).encode())
+            continue
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+
+
+def export_key(source: str) -> str:
+    """The cache key of ``source``'s export (a model source or a generator folder)."""
+    import openvino
+
+    from hardcse.art.generator.model import base_model_source, is_generator_folder
+
+    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0openvino {openvino.get_version()}\0".encode())
+    _files_key(resolve_model(base_model_source(source)), digest)
+    if is_generator_folder(source):
+        _files_key(Path(source), digest)
+    return digest.hexdigest()[:24]
+
+
+class _WithExplicitCache(torch.nn.Module):
+    """The traced function: (input_ids, attention_mask, position_ids, past keys/values...) -> (logits, presents)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.layers = model.config.num_hidden_layers
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor, *past: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for i, layer in enumerate(cache.layers[: self.layers]):
+            # set, not update(): update() concatenates onto an empty tensor, which the trace cannot type
+            layer.keys, layer.values = past[2 * i], past[2 * i + 1]
+            layer.dtype, layer.device, layer.is_initialized = past[2 * i].dtype, past[2 * i].device, True
+        # causal mask over [past, new] from the 2-D padding mask: query i (at position past + i) sees key j <= past+i
+        q, kv = input_ids.shape[1], attention_mask.shape[1]
+        query = torch.arange(q, device=input_ids.device).unsqueeze(1) + (kv - q)
+        causal = torch.arange(kv, device=input_ids.device).unsqueeze(0) <= query
+        mask = causal[None, None] & attention_mask.bool()[:, None, None, :]
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        presents = [t for layer in out.past_key_values.layers[: self.layers] for t in (layer.keys, layer.values)]
+        return (out.logits, *presents)
+
+
+def _make_stateful(model: Any, kv_heads: int, head_dim: int, layers: int) -> None:
+    """Hide the cache inputs/outputs as state, with a ``beam_idx`` row gather and zero-length initial states."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from openvino._offline_transformations import apply_make_stateful_transformation
+
+    names = [f"{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    beam_idx = ops.parameter([-1], ov.Type.i32, name="beam_idx")
+    beam_idx.output(0).get_tensor().set_names({"beam_idx"})
+    for parameter in model.get_parameters()[3:]:
+        consumers = list(parameter.output(0).get_target_inputs())
+        gathered = ops.gather(parameter, beam_idx, ops.constant(0))
+        for consumer in consumers:
+            consumer.replace_source_output(gathered.output(0))
+    model.add_parameters([beam_idx])
+    apply_make_stateful_transformation(model, {f"past_key_values.{n}": f"present.{n}" for n in names})
+    batch = ops.gather(ops.shape_of(model.input("input_ids"), output_type="i64"), ops.constant([0]), ops.constant(0))
+    for op in model.get_ops():
+        if op.get_type_name() == "ReadValue":
+            shape = ops.concat([batch, ops.constant(np.array([kv_heads, 0, head_dim], dtype=np.int64))], 0)
+            op.set_arguments([ops.broadcast(ops.constant(0.0, dtype=op.get_output_element_type(0)), shape)])
+    model.validate_nodes_and_infer_types()
+
+
+def _export(source: str, config: GeneratorConfig, target: Path) -> None:
+    import openvino as ov
+    from openvino_tokenizers import convert_tokenizer
+
+    from hardcse.art.generator.model import load_generator
+
+    float_config = dataclasses.replace(config, dtype="float32", device="cpu")
+    model, tokenizer = load_generator(source, float_config)
+    if hasattr(model, "merge_and_unload"):  # a tuned generator: the LoRA update folded into the weights
+        model = model.merge_and_unload()
+    model.eval()
+    cfg = model.config
+    layers, kv_heads = cfg.num_hidden_layers, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    past = 4  # any example lengths: every dimension but heads and head size stays dynamic
+    example = [
+        torch.ones(2, 3, dtype=torch.long),
+        torch.ones(2, 3 + past, dtype=torch.long),
+        torch.arange(past, past + 3).repeat(2, 1),
+    ] + [torch.zeros(2, kv_heads, past, head_dim) for _ in range(2 * layers)]
+    shapes = [ov.PartialShape([-1, -1])] * 3 + [ov.PartialShape([-1, kv_heads, -1, head_dim])] * (2 * layers)
+    with torch.no_grad(), quiet_tracing():
+        converted = ov.convert_model(_WithExplicitCache(model), example_input=tuple(example), input=shapes)
+    names = ["input_ids", "attention_mask", "position_ids"]
+    names += [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    for port, name in zip(converted.inputs, names, strict=True):
+        port.get_tensor().set_names({name})
+    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    for port, name in zip(converted.outputs, outputs, strict=True):
+        port.get_tensor().set_names({name})
+    _make_stateful(converted, kv_heads, head_dim, layers)
+    ov.save_model(converted, target / MODEL_FILE, compress_to_fp16=False)
+    ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
+    ov.save_model(ov_tokenizer, target / "openvino_tokenizer.xml")
+    ov.save_model(ov_detokenizer, target / "openvino_detokenizer.xml")
+    cfg.save_pretrained(target)
+    model.generation_config.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+
+
+def export_generator(source: str, config: GeneratorConfig) -> Path:
+    """The OpenVINO export of ``source`` (a model source or a generator folder), made once and cached."""
+    target = cache_dir() / "openvino" / export_key(source)
+    if (target / MODEL_FILE).is_file():
+        return target
+    log.info("exporting generator %s to OpenVINO in %s (once per model, ~10 s for 135M)", source, target)
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        _export(source, config, partial)
+        if not (target / MODEL_FILE).is_file():  # another process may have finished the same export meanwhile
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(partial, target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+class OpenVINOGenerator:
+    """Samples responses for token-id prompts with GenAI's ContinuousBatchingPipeline."""
+
+    def __init__(self, folder: Path, eos_ids: Sequence[int], config: GeneratorConfig) -> None:
+        import openvino_genai as genai
+
+        scheduler = genai.SchedulerConfig()
+        scheduler.cache_size = 1  # GB of key/value blocks; a synthesis batch of 64 x 200 tokens needs ~50 MB
+        properties = openvino_precision(config.dtype)
+        if config.dtype == "float32":
+            properties["KV_CACHE_PRECISION"] = "f32"
+        self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
+        self.eos_ids, self.config = sorted(eos_ids), config
+
+    def _generation_config(self, seed: int) -> Any:
+        import openvino_genai as genai
+
+        c = genai.GenerationConfig()
+        c.max_new_tokens = self.config.max_new_tokens
+        c.stop_token_ids = set(self.eos_ids)
+        c.eos_token_id = self.eos_ids[0]
+        c.do_sample = self.config.top_k != 1  # top_k 1 is greedy, as in the PyTorch sampler
+        if c.do_sample:
+            c.temperature = self.config.sampling_temperature
+            c.top_p = self.config.top_p
+            if self.config.top_k:
+                c.top_k = self.config.top_k
+            c.rng_seed = seed
+        return c
+
+    def generate(self, prompt_ids: Sequence[Sequence[int]], seed: int) -> list[tuple[list[int], bool]]:
+        """Per prompt, the written token ids (the end-of-sequence token included when written) and whether the
+        row stopped at ``max_new_tokens``."""
+        import openvino as ov
+        import openvino_genai as genai
+
+        inputs = [ov.Tensor(np.asarray([ids], dtype=np.int64)) for ids in prompt_ids]
+        results = self.pipeline.generate(inputs, [self._generation_config(seed)] * len(inputs))
+        out = []
+        for result in results:
+            ids = list(result.m_generation_ids[0])
+            out.append((ids, result.finish_reasons[0] == genai.GenerationFinishReason.LENGTH))
+        return out
