@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from hardcse.config import ConfigValueError
+from hardcse.config import check_choice
 from hardcse.errors import HardcseError
 
 if TYPE_CHECKING:
@@ -40,8 +40,7 @@ _encoder_precision = "auto"
 
 def check_engine(key: str, value: str) -> None:
     """A config check: ``value`` is one of :data:`ENGINES`."""
-    if value not in ENGINES:
-        raise ConfigValueError(key, f"{value!r}: give one of {', '.join(ENGINES)}")
+    check_choice(key, value, ENGINES)
 
 
 def openvino_installed() -> bool:
@@ -76,8 +75,7 @@ def select_engine(value: str, key: str = "engine", precision: str = "auto") -> N
     ``precision``: what an OpenVINO encoder computes in (auto: the CPU plugin's choice, see module doc)."""
     global _selected, _encoder_precision
     check_engine(key, value)
-    if precision not in PRECISIONS:
-        raise HardcseError(f"precision {precision!r}: give one of {', '.join(PRECISIONS)}")
+    check_choice("precision", precision, PRECISIONS)
     if value == "openvino":
         _require_openvino(key)
     if value != "auto":

@@ -56,6 +56,8 @@ class GeneratorConfig(Checked):
     # LoRA weights stay float32 (PEFT casts the adapter up). float32 reproduces runs made before this option.
     dtype: str = "auto"
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hardcse/devices.py): tuning and synthesis run there
+    # Under the OpenVINO engine (hardcse/engines.py): float, or int8 (8-bit weights by NNCF, faster, other samples)
+    openvino_weights: str = "float"
     seed: int = 42
 
     def check(self) -> None:
@@ -71,6 +73,7 @@ class GeneratorConfig(Checked):
         check_range("top_p", self.top_p, 0.0, 1.0)
         check_nonnegative("top_k", self.top_k)
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        check_choice("openvino_weights", self.openvino_weights, ("float", "int8"))
         check_device("device", self.device)
 
 

@@ -8,7 +8,8 @@ inside the model as state (``apply_make_stateful_transformation``, each state st
 of the batch's size), and a ``beam_idx`` input gathers the state's rows, as GenAI expects. The causal mask is
 built in the traced function from the 2-D attention mask (so no length is frozen into the graph). A generator
 folder (base + LoRA adapter) is merged into the base weights before export: a tuned generator is exported once a
-round (~8 s for SmolLM2-135M). The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
+round (~8 s for SmolLM2-135M). ``generator.openvino_weights: int8`` compresses the weights to 8 bits (NNCF's
+data-free INT8_ASYM) after export. The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
 which the pipeline loads although hardcse hands it token ids.
 
 The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the OpenVINO version
@@ -63,13 +64,13 @@ def _files_key(folder: Path, digest: Any) -> None:
                 digest.update(chunk)
 
 
-def export_key(source: str) -> str:
-    """The cache key of ``source``'s export (a model source or a generator folder)."""
+def export_key(source: str, weights: str = "float") -> str:
+    """The cache key of ``source``'s export (a model source or a generator folder) with ``weights``."""
     import openvino
 
     from hardcse.art.generator.model import base_model_source, is_generator_folder
 
-    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0openvino {openvino.get_version()}\0".encode())
+    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0openvino {openvino.get_version()}\0{weights}\0".encode())
     _files_key(resolve_model(base_model_source(source)), digest)
     if is_generator_folder(source):
         _files_key(Path(source), digest)
@@ -165,6 +166,10 @@ def _export(source: str, config: GeneratorConfig, target: Path) -> None:
     for port, name in zip(converted.outputs, outputs, strict=True):
         port.get_tensor().set_names({name})
     _make_stateful(converted, kv_heads, head_dim, layers)
+    if config.openvino_weights == "int8":  # data-free 8-bit weights, one scale and zero point per output channel
+        import nncf
+
+        converted = nncf.compress_weights(converted, mode=nncf.CompressWeightsMode.INT8_ASYM)
     ov.save_model(converted, target / MODEL_FILE, compress_to_fp16=False)
     ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
     ov.save_model(ov_tokenizer, target / "openvino_tokenizer.xml")
@@ -176,7 +181,7 @@ def _export(source: str, config: GeneratorConfig, target: Path) -> None:
 
 def export_generator(source: str, config: GeneratorConfig) -> Path:
     """The OpenVINO export of ``source`` (a model source or a generator folder), made once and cached."""
-    target = cache_dir() / "openvino" / export_key(source)
+    target = cache_dir() / "openvino" / export_key(source, config.openvino_weights)
     if (target / MODEL_FILE).is_file():
         return target
     log.info("exporting generator %s to OpenVINO in %s (once per model, ~10 s for 135M)", source, target)
