@@ -206,6 +206,9 @@ class OpenVINOGenerator:
 
         scheduler = genai.SchedulerConfig()
         scheduler.cache_size = 1  # GB of key/value blocks; a synthesis batch of 64 x 200 tokens needs ~50 MB
+        # prefill in chunks of up to 4,096 tokens, not GenAI's 256: 490 against 425 tokens/s for a batch of 64
+        # on 2 cores (benchmarks/results/engine_speed.md)
+        scheduler.max_num_batched_tokens = 4096
         properties = openvino_precision(config.dtype)
         if config.dtype == "float32":
             properties["KV_CACHE_PRECISION"] = "f32"
