@@ -4,11 +4,12 @@
 
 Every setting runs one after the other in this process (nothing else may run on the machine meanwhile):
 
-- synthesis: ``synthesize`` for ``--anchors`` held-out anchors (a positive and a negative each) with the quickstart
-  config's generator (bundled SmolLM2-135M, batch 64, 40 new tokens, temperature 0.8): generated tokens per second
-  of the whole stage (generation, parsing, scoring), for torch at the generator's dtype (auto = bfloat16 where
-  the CPU computes it, float32) and OpenVINO (auto and float32 precision, float and int8 weights). The scoring
-  encoder runs in the same engine. The OpenVINO export is made (and timed) before the timed run.
+- synthesis: ``synthesize`` for ``--anchors`` held-out anchors (a positive and a negative each) with the
+  quickstart config's generator (bundled SmolLM2-135M, 40 new tokens, the synthesis temperature 0.8): generated
+  tokens per second of the whole stage (loading, generation, parsing, scoring), for torch at the generator's
+  dtype (auto = bfloat16 where the CPU computes it, float32) and OpenVINO (auto and float32 precision, float and
+  int8 weights), at batches of 64 rows (cpu-full's ``generator.batch_size``, the reference) and more. The
+  scoring encoder runs in the same engine. The OpenVINO export is made (and timed) before the timed run.
 - RL rollouts: seconds to sample 16 rollouts from the policy as the trainer does (torch), against OpenVINO
   generating the same 16 prompts, alone and with the export of the updated policy that every RL step would need.
 - evaluation: the seven STS tasks and STS-B dev with the bundled encoder: sentences/s of the encoding, the scores'
@@ -71,23 +72,25 @@ def wall(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tuple[str, str, str]]) -> list[dict]:
+def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tuple[str, str, str, int]]) -> list[dict]:
     from hardcse.art.generator.openvino import export_generator
     from hardcse.art.reward import DualReward
     from hardcse.art.synthesis import synthesize
     from hardcse.engines import select_engine
 
     rows = []
-    for engine, dtype, weights in settings:
-        generation = dataclasses.replace(config.generator, dtype=dtype, openvino_weights=weights)
+    for engine, dtype, weights, rows in settings:
+        generation = dataclasses.replace(
+            config.generator, dtype=dtype, openvino_weights=weights, batch_size=rows, openvino_batch_size=rows
+        )
         select_engine(engine)
-        row = {"engine": engine, "dtype": dtype, "weights": weights if engine == "openvino" else "-"}
+        row = {"engine": engine, "dtype": dtype, "weights": weights if engine == "openvino" else "-", "rows": rows}
         if engine == "openvino":
             start = time.perf_counter()
             export_generator(generation.model, generation)
             row["export_s"] = round(time.perf_counter() - start, 1)
         reward = DualReward(*reward_parts, config.reward)
-        out = work / f"synth-{engine}-{dtype}-{weights}"
+        out = work / f"synth-{engine}-{dtype}-{weights}-{rows}"
         report = synthesize(generation.model, anchors, generation, reward, config.filter, out, engine=engine)
         rows.append(
             row | {"tokens_per_second": round(report.tokens_per_second, 1), "seconds": round(report.seconds, 1)}
@@ -244,13 +247,14 @@ def markdown(r: dict) -> str:
         "",
         "## Synthesis (bundled SmolLM2-135M, batch 64, 40 new tokens, the whole stage)",
         "",
-        "| engine | precision | weights | tokens/s | x torch (auto) | export s (once per model) |",
-        "|---|---|---|---:|---:|---:|",
+        "| engine | precision | weights | rows a batch | tokens/s | x the first row | export s (once per model) |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     base = r["synthesis"][0]["tokens_per_second"]
     for s in r["synthesis"]:
         ratio = s["tokens_per_second"] / base
-        cells = [s["engine"], s["dtype"], s["weights"], s["tokens_per_second"], f"{ratio:.2f}", s.get("export_s", "-")]
+        cells = [s["engine"], s["dtype"], s["weights"], s["rows"], s["tokens_per_second"], f"{ratio:.2f}"]
+        cells.append(s.get("export_s", "-"))
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     ro = r["rollouts"]
     lines += [
@@ -303,7 +307,7 @@ def markdown(r: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--anchors", type=int, default=64, help="anchors of the timed synthesis (x2 generations)")
+    parser.add_argument("--anchors", type=int, default=256, help="anchors of the timed synthesis (x2 generations)")
     parser.add_argument("--agreement-anchors", type=int, default=200, help="anchors of the sampled agreement")
     parser.add_argument("--greedy-prompts", type=int, default=100)
     parser.add_argument("--rollout-steps", type=int, default=3, help="timed rollout steps after one warm-up")
@@ -317,14 +321,18 @@ def main() -> None:
     from hardcse.encoder.build import load_encoder
 
     config = load_config(ArtRunConfig, REPO / "configs" / "quickstart.yaml")
-    config = dataclasses.replace(config, generator=dataclasses.replace(config.generator, batch_size=64))
+    # cpu-full's synthesis batch and the synthesis temperature, as art run's synthesis stage uses them
+    generator = dataclasses.replace(config.generator, batch_size=64, sampling_temperature=config.synthesis_temperature)
+    config = dataclasses.replace(config, generator=generator)
     held_out = split_anchors(config.anchors).held_out
-    settings = [
-        ("torch", "auto", "float"),
-        ("torch", "float32", "float"),
-        ("openvino", "auto", "float"),
-        ("openvino", "float32", "float"),
-        ("openvino", "auto", "int8"),
+    settings = [  # the first is the PyTorch path as configured before the engines (batch 64): the reference
+        ("torch", "auto", "float", 64),
+        ("torch", "auto", "float", 128),
+        ("torch", "float32", "float", 64),
+        ("openvino", "auto", "float", 64),
+        ("openvino", "auto", "float", 256),
+        ("openvino", "float32", "float", 256),
+        ("openvino", "auto", "int8", 256),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -56,8 +56,11 @@ class GeneratorConfig(Checked):
     # LoRA weights stay float32 (PEFT casts the adapter up). float32 reproduces runs made before this option.
     dtype: str = "auto"
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hardcse/devices.py): tuning and synthesis run there
-    # Under the OpenVINO engine (hardcse/engines.py): float, or int8 (8-bit weights by NNCF, faster, other samples)
+    # Under the OpenVINO engine (hardcse/engines.py): float, or int8 (8-bit weights by NNCF, other samples), and
+    # the rows of a synthesis batch: GenAI's continuous batching gains from more rows (on 2 cores 470 tokens/s at
+    # 64 rows, 596 at 256), where the PyTorch loop peaks at 64-128 (benchmarks/results/engine_speed.md)
     openvino_weights: str = "float"
+    openvino_batch_size: int = 256
     seed: int = 42
 
     def check(self) -> None:
@@ -67,7 +70,14 @@ class GeneratorConfig(Checked):
         for i, example in enumerate(self.few_shot):
             if "anchor" not in example or not set(example) <= {"anchor", "positive", "negative"}:
                 raise ConfigValueError(f"few_shot[{i}]", "give anchor and positive and/or negative")
-        for key in ("lora_r", "lora_alpha", "max_new_tokens", "sampling_temperature", "batch_size"):
+        for key in (
+            "lora_r",
+            "lora_alpha",
+            "max_new_tokens",
+            "sampling_temperature",
+            "batch_size",
+            "openvino_batch_size",
+        ):
             check_positive(key, getattr(self, key))
         check_range("lora_dropout", self.lora_dropout, 0.0, 1.0)
         check_range("top_p", self.top_p, 0.0, 1.0)

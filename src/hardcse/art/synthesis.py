@@ -95,7 +95,8 @@ def synthesize(
     written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
     tokens = 0
     start = time.perf_counter()
-    per_batch = max(1, generation.batch_size // len(written_kinds))
+    rows = generation.openvino_batch_size if generator.engine == "openvino" else generation.batch_size
+    per_batch = max(1, rows // len(written_kinds))
     # anchors by length, so a batch pads little; records are written back in the anchors' order
     order = sorted(range(len(anchors)), key=lambda i: len(anchors[i]))
     batches = [order[i : i + per_batch] for i in range(0, len(anchors), per_batch)]

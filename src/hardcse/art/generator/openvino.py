@@ -205,7 +205,7 @@ class OpenVINOGenerator:
         import openvino_genai as genai
 
         scheduler = genai.SchedulerConfig()
-        scheduler.cache_size = 1  # GB of key/value blocks; a synthesis batch of 64 x 200 tokens needs ~50 MB
+        scheduler.cache_size = 0  # 0: the key/value cache grows as the rows need it (a batch of 256: ~2 GB resident)
         # prefill in chunks of up to 4,096 tokens, not GenAI's 256: 490 against 425 tokens/s for a batch of 64
         # on 2 cores (benchmarks/results/engine_speed.md)
         scheduler.max_num_batched_tokens = 4096
