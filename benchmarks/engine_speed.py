@@ -79,18 +79,18 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
     from hardcse.engines import select_engine
 
     rows = []
-    for engine, dtype, weights, rows in settings:
+    for engine, dtype, weights, batch in settings:
         generation = dataclasses.replace(
-            config.generator, dtype=dtype, openvino_weights=weights, batch_size=rows, openvino_batch_size=rows
+            config.generator, dtype=dtype, openvino_weights=weights, batch_size=batch, openvino_batch_size=batch
         )
         select_engine(engine)
-        row = {"engine": engine, "dtype": dtype, "weights": weights if engine == "openvino" else "-", "rows": rows}
+        row = {"engine": engine, "dtype": dtype, "weights": weights if engine == "openvino" else "-", "rows": batch}
         if engine == "openvino":
             start = time.perf_counter()
             export_generator(generation.model, generation)
             row["export_s"] = round(time.perf_counter() - start, 1)
         reward = DualReward(*reward_parts, config.reward)
-        out = work / f"synth-{engine}-{dtype}-{weights}-{rows}"
+        out = work / f"synth-{engine}-{dtype}-{weights}-{batch}"
         report = synthesize(generation.model, anchors, generation, reward, config.filter, out, engine=engine)
         rows.append(
             row | {"tokens_per_second": round(report.tokens_per_second, 1), "seconds": round(report.seconds, 1)}
@@ -146,7 +146,20 @@ def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
     }
 
 
-def eval_speed(reference_scores: dict | None = None) -> list[dict]:
+def trained_encoder(work: Path) -> str:
+    """An encoder that differs from the bundled one: 30 steps of unsupervised SimCSE on the Wikipedia sample at
+    lr 1e-4, its only evaluation at the last step (so the trained weights are what is saved)."""
+    from hardcse.paths import data_dir
+
+    out = work / "simcse"
+    argv = [str(Path(sys.executable).parent / "hardcse"), "simcse", "train", "--config", "simcse-sup"]
+    argv += ["--data", str(data_dir() / "unlabeled" / "wiki_sentences.txt"), "--out", str(out), "mode=unsup"]
+    argv += ["training.max_steps=30", "training.eval_steps=30", "training.learning_rate=1e-4"]
+    wall(argv)
+    return str(out / "model")
+
+
+def eval_speed(source: str = "bundled:minilm-l6") -> list[dict]:
     from hardcse.encoder.build import load_encoder
     from hardcse.engines import select_engine
     from hardcse.evaluation.sts import evaluate_sts
@@ -154,11 +167,12 @@ def eval_speed(reference_scores: dict | None = None) -> list[dict]:
     rows, reference = [], None
     for engine, precision in (("torch", "auto"), ("openvino", "auto"), ("openvino", "float32")):
         select_engine(engine, precision=precision)
-        model = load_encoder("bundled:minilm-l6")
+        model = load_encoder(source)
         evaluate_sts(model, ["STS-B-dev"], show_progress=False)  # warm-up (and OpenVINO's conversion)
         result = evaluate_sts(model, show_progress=False)
         reference = reference or result.scores
         diff = max(abs(result.scores[t] - reference[t]) for t in reference)
+        per_task = {t: round(result.scores[t] - reference[t], 4) for t in reference}
         rows.append(
             {
                 "engine": engine,
@@ -166,6 +180,7 @@ def eval_speed(reference_scores: dict | None = None) -> list[dict]:
                 "sentences_per_second": round(result.n_sentences / result.seconds, 1),
                 "max_score_difference": round(diff, 4),
                 "avg7": round(result.average, 2),
+                "differences": per_task,
             }
         )
         print(rows[-1], flush=True)
@@ -242,10 +257,12 @@ def markdown(r: dict) -> str:
     lines = [
         "# Inference engines: PyTorch and OpenVINO on this machine (2 cores)",
         "",
-        f"`{r['command']}`, {r['date']}, {r['platform']}, CPU flags: {r['cpu_flags']}. One run, one setting after "
-        "the other, nothing else on the machine.",
+        f"{r['platform']}, CPU flags: {r['cpu_flags']}. Each part ran in one process, one setting after the other, "
+        "nothing else on the machine: "
+        + "; ".join(f"{part}: `{w['command']}` ({w['date']})" for part, w in r["runs"].items())
+        + ".",
         "",
-        "## Synthesis (bundled SmolLM2-135M, batch 64, 40 new tokens, the whole stage)",
+        "## Synthesis (bundled SmolLM2-135M, 40 new tokens, temperature 0.8, the whole stage)",
         "",
         "| engine | precision | weights | rows a batch | tokens/s | x the first row | export s (once per model) |",
         "|---|---|---|---:|---:|---:|---:|",
@@ -268,17 +285,22 @@ def markdown(r: dict) -> str:
         f"| OpenVINO: saving, merging and exporting the updated policy | {ro['openvino_export_s']} |",
         f"| OpenVINO: a step's total | {ro['openvino_step_s']} |",
         "",
-        "## Evaluation (bundled MiniLM-L6, seven STS tasks + STS-B dev)",
-        "",
-        "| engine | precision | sentences/s | largest score difference from torch | avg7 |",
-        "|---|---|---:|---:|---:|",
     ]
-    for e in r["evaluation"]:
-        cells = [e["engine"], e["precision"], e["sentences_per_second"], e["max_score_difference"], e["avg7"]]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    for key, name in (("evaluation", "the bundled MiniLM-L6"), ("evaluation_trained", "a trained encoder")):
+        if key not in r:
+            continue
+        lines += [
+            f"## Evaluation, {name} (seven STS tasks + STS-B dev)",
+            "",
+            "| engine | precision | sentences/s | largest score difference from torch | avg7 |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for e in r[key]:
+            cells = [e["engine"], e["precision"], e["sentences_per_second"], e["max_score_difference"], e["avg7"]]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.append("")
     p = r["processes"]
     lines += [
-        "",
         "Whole processes (start, load, encode, score), wall seconds: plain sentence-transformers "
         f"{p['plain_sentence_transformers_s']}, `hardcse eval --engine torch` {p['hardcse_eval_torch_s']} "
         f"({p['hardcse_eval_torch_ratio']}x), `hardcse eval --engine openvino` {p['hardcse_eval_openvino_s']} "
@@ -305,12 +327,18 @@ def markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+PARTS = ("synthesis", "rollouts", "evaluation", "trained", "processes", "agreement")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--anchors", type=int, default=256, help="anchors of the timed synthesis (x2 generations)")
     parser.add_argument("--agreement-anchors", type=int, default=200, help="anchors of the sampled agreement")
     parser.add_argument("--greedy-prompts", type=int, default=100)
     parser.add_argument("--rollout-steps", type=int, default=3, help="timed rollout steps after one warm-up")
+    parser.add_argument(
+        "--parts", nargs="+", choices=PARTS, default=PARTS, help="measure these only; the record keeps the others"
+    )
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
     from art_speed import random_discriminator
@@ -334,31 +362,34 @@ def main() -> None:
         ("openvino", "float32", "float", 256),
         ("openvino", "auto", "int8", 256),
     ]
+    record_file = RESULTS / "engine_speed.json"
+    result = json.loads(record_file.read_text()) if record_file.is_file() else {}
+    command = ("python benchmarks/engine_speed.py " + " ".join(sys.argv[1:])).strip()
+    when = {"command": command, "date": time.strftime("%Y-%m-%d"), "platform": platform.platform()}
+    result["runs"] = {**result.get("runs", {}), **{part: when for part in args.parts}}
+    result |= {"cpu_flags": cpu_flags(), "command": command, "date": when["date"], "platform": when["platform"]}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         random_discriminator(work / "nli")
         parts = (NLIDiscriminator.load(str(work / "nli")), load_encoder("bundled:minilm-l6"))
-        synthesis = synthesis_speed(config, held_out[: args.anchors], parts, work, settings)
-        rollouts = rollout_speed(config, held_out, args.rollout_steps)
-        print(rollouts, flush=True)
-        evaluation = eval_speed()
-        processes = process_speed(work)
-        print(processes, flush=True)
-        agree = agreement(config, held_out[: args.agreement_anchors], parts, work, args.greedy_prompts)
-    command = ("python benchmarks/engine_speed.py " + " ".join(sys.argv[1:])).strip()
-    result = {
-        "command": command,
-        "date": time.strftime("%Y-%m-%d"),
-        "platform": platform.platform(),
-        "cpu_flags": cpu_flags(),
-        "synthesis": synthesis,
-        "rollouts": rollouts,
-        "evaluation": evaluation,
-        "processes": processes,
-        "agreement": agree,
-    }
+        if "synthesis" in args.parts:
+            result["synthesis"] = synthesis_speed(config, held_out[: args.anchors], parts, work, settings)
+        if "rollouts" in args.parts:
+            result["rollouts"] = rollout_speed(config, held_out, args.rollout_steps)
+            print(result["rollouts"], flush=True)
+        if "evaluation" in args.parts:
+            result["evaluation"] = eval_speed()
+        if "trained" in args.parts:
+            result["evaluation_trained"] = eval_speed(trained_encoder(work))
+        if "processes" in args.parts:
+            result["processes"] = process_speed(work)
+            print(result["processes"], flush=True)
+        if "agreement" in args.parts:
+            result["agreement"] = agreement(
+                config, held_out[: args.agreement_anchors], parts, work, args.greedy_prompts
+            )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "engine_speed.json").write_text(json.dumps(result, indent=2) + "\n")
+    record_file.write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "engine_speed.md").write_text(markdown(result))
     print(markdown(result))
 

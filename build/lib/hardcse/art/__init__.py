@@ -1,1 +1,0 @@
-"""ART: adaptive reinforcement tuning of a small LLM as a generator of hard positives and negatives."""

@@ -1,1 +1,0 @@
-"""Data-CUBE: task vectors, annealed task order, instance order, the batch plan and training from it."""

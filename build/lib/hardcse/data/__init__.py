@@ -1,1 +1,0 @@
-"""Readers and writers for the data hardcse uses and the formats users bring."""

@@ -1,1 +1,0 @@
-"""The NLI discriminator of ART: a 3-way cross-encoder that judges whether a generated sentence is correct."""
