@@ -56,6 +56,7 @@ def bad_files(tmp):
         "base_self.yaml": "base: base_self.yaml\n",
         "renamed.yaml": f"base: {REPO / 'configs' / 'diffaug-smoke.yaml'}\ntemperature: 0.05\n",
         "a_file": "not a folder",
+        "bad_value.yaml": f"base: {REPO / 'configs' / 'smoke.yaml'}\nrl:\n  steps: -3\n",
     }
     for name, text in files.items():
         (tmp / name).write_text(text, encoding="utf-8")
@@ -77,26 +78,39 @@ def bad_files(tmp):
 CASES = {
     # overrides
     "override not YAML": ([*ART, "rl.learning_rate=[1"], "not valid YAML"),
-    "override NaN rate": ([*ART, "rl.learning_rate=.nan"], "rl.learning_rate: nan must be a finite number"),
+    "override NaN rate": (
+        [*ART, "rl.learning_rate=.nan"],
+        "error: override rl.learning_rate=.nan: nan must be a finite",
+    ),
     "override inf rate": ([*SIMCSE, "training.learning_rate=.inf"], "must be a finite number greater than 0"),
     "override negative rate": ([*DIFFAUG, "training.learning_rate=-1e-5"], "greater than 0"),
-    "override zero batch": ([*ART, "encoder_training.training.batch_size=0"], "batch_size: 0 must be"),
-    "override negative steps": ([*ART, "rl.steps=-1"], "rl.steps: -1 must be"),
-    "override zero temperature": ([*ART, "generator.sampling_temperature=0"], "sampling_temperature: 0.0 must"),
-    "override zero tau": ([*DATACUBE, "tau=0"], "tau: 0.0 must be"),
+    "override zero batch": (
+        [*ART, "encoder_training.training.batch_size=0"],
+        "override encoder_training.training.batch_size=0: 0 must be",
+    ),
+    "override negative steps": ([*ART, "rl.steps=-1"], "error: override rl.steps=-1: -1 must be"),
+    "override bad algorithm": ([*ART, "rl.algorithm=dpo"], "error: override rl.algorithm=dpo: 'dpo' is not one of"),
+    "override zero temperature": (
+        [*ART, "generator.sampling_temperature=0"],
+        "override generator.sampling_temperature=0: 0.0 must",
+    ),
+    "override zero tau": ([*DATACUBE, "tau=0"], "override tau=0: 0.0 must be"),
     "override NaN max steps": ([*DATACUBE, "training.max_steps=.nan"], "expected int"),
-    "override unknown key": ([*ART, "nope=1"], "unknown key(s) ['nope']"),
+    "override unknown key": ([*ART, "nope=1"], "error: override nope=1: unknown key(s) ['nope']"),
     "override renamed key": ([*DIFFAUG, "temperature=0.05"], "this key is now tau"),
-    "override wrong type": ([*ART, "rounds=two"], "rounds: expected int, got 'two'"),
+    "override wrong type": ([*ART, "rounds=two"], "error: override rounds=two: expected int, got 'two'"),
     "override empty key": ([*ART, "=3"], "write key=value"),
     "override into a value": ([*ART, "rounds.x=1"], "rounds is not a block of keys"),
     "override bad choice": ([*DATACUBE, "task_order=greedy"], "'greedy' is not one of"),
-    "override bad device": ([*ART, "generator.device=gpu"], "generator.device: 'gpu': give auto, cpu, cuda or cuda:N"),
+    "override bad device": (
+        [*ART, "generator.device=gpu"],
+        "override generator.device=gpu: 'gpu': give auto, cpu, cuda or cuda:N",
+    ),
     "device absent": ([*ART, "generator.device=cuda:99"], "generator.device: cuda:99: "),  # no GPU, or not 100
     "training device not first": ([*SIMCSE, "training.device=cuda:1"], "CUDA_VISIBLE_DEVICES=1 and device: cuda"),
     "nested device absent": (
         [*ART, "encoder_training.training.device=cuda:99"],
-        "encoder_training.training.device: cuda:99",
+        "override encoder_training.training.device=cuda:99: cuda:99",
     ),
     # config files
     "config missing": ([*ART[:3], "{tmp}/nope.yaml", *ART[4:]], "no such config file; the shipped configs are"),
@@ -108,7 +122,14 @@ CASES = {
     "config base list": ([*ART[:3], "{tmp}/base_list.yaml", *ART[4:]], "must be the path of another config"),
     "config base missing": ([*ART[:3], "{tmp}/base_missing.yaml", *ART[4:]], "base: nowhere.yaml: no such config"),
     "config base cycle": ([*ART[:3], "{tmp}/base_self.yaml", *ART[4:]], "`base` files form a cycle"),
-    "config renamed key": ([*DIFFAUG[:3], "{tmp}/renamed.yaml", *DIFFAUG[4:]], "temperature: this key is now tau"),
+    "config renamed key": (
+        [*DIFFAUG[:3], "{tmp}/renamed.yaml", *DIFFAUG[4:]],
+        "error: {tmp}/renamed.yaml: temperature: this key is now tau",
+    ),
+    "config bad value": (
+        [*ART[:3], "{tmp}/bad_value.yaml", *ART[4:]],
+        "error: {tmp}/bad_value.yaml: rl.steps: -3 must",
+    ),
     "no config": (["art", "run", "--out", "{tmp}/out"], "give --config FILE"),
     # output folders and run folders
     "out is a file": ([*ART[:5], "{tmp}/a_file"], "--out {tmp}/a_file: this is a file"),
@@ -127,10 +148,13 @@ CASES = {
     "model is a file": ([*DATACUBE, "encoder={tmp}/a_file"], "a model source must be a folder, not a file"),
     "model unfinished run": ([*SIMCSE, "encoder={tmp}/unfinished_run"], "has no finished model/ yet"),
     "model unknown bundled": ([*NLI, "base_model=bundled:nope"], "unknown bundled model 'bundled:nope'"),
-    "eval corrupt model": (["eval", "--model", "{tmp}/corrupt_model", "--tasks", "STS-B-dev"], "could not be loaded"),
+    "eval corrupt model": (
+        ["eval", "--model", "{tmp}/corrupt_model", "--tasks", "STS-B-dev"],
+        "{tmp}/corrupt_model/config.json: not valid JSON",
+    ),
     "judge corrupt model": (
         ["art", "judge", "--synthetic", "{tmp}/good.jsonl", "--judge", "{tmp}/corrupt_model"],
-        "NLI model {tmp}/corrupt_model: could not be loaded",
+        "NLI model {tmp}/corrupt_model: {tmp}/corrupt_model/config.json: not valid JSON",
     ),
     "eval model typo": (["eval", "--model", "{tmp}/runs/typo"], "runs/typo': no such folder"),
     "generator typo": ([*ART, "generator.model={tmp}/runs/typo"], "generator.model: model"),
@@ -147,9 +171,17 @@ CASES = {
     "pairs extra field": ([*EVAL, "{tmp}/fields.tsv"], "fields.tsv:2: 4 fields, the header has 3"),
     "pairs unknown type": ([*EVAL, "{tmp}/sheet.xlsx"], "unknown file type '.xlsx'"),
     "pairs missing": ([*EVAL, "{tmp}/nope.tsv"], "nope.tsv: no such file"),
+    "pairs a folder": ([*EVAL, "{tmp}/empty_dir"], "empty_dir: a folder, not a file"),
     "eval unknown task": (["eval", "--model", "bundled:minilm-l6", "--tasks", "STS-X"], "unknown task(s) ['STS-X']"),
     "eval out is a file": ([*EVAL, "{tmp}/constant.tsv", "--out", "{tmp}/a_file"], "--out {tmp}/a_file: this is a"),
     "simcse data missing": ([*SIMCSE[:5], "{tmp}/nope.csv", *SIMCSE[6:]], "nope.csv: no such file"),
+    "simcse data a folder": ([*SIMCSE[:5], "{tmp}/empty_dir", *SIMCSE[6:]], "empty_dir: a folder, not a file"),
+    "judge synthetic a folder": (
+        ["art", "judge", "--synthetic", "{tmp}/empty_dir", "--judge", "bundled:minilm-l6"],
+        "empty_dir: a folder, not a file",
+    ),
+    "decontaminate a folder": (["decontaminate", "{tmp}/empty_dir"], "empty_dir: a folder, not a file"),
+    "mix triplets a folder": ([*ART, "mix_triplets={tmp}/empty_dir"], "empty_dir: a folder, not a file (mix_triplets)"),
     "judge broken JSONL": (
         ["art", "judge", "--synthetic", "{tmp}/broken.jsonl", "--judge", "bundled:minilm-l6"],
         "broken.jsonl:2: not valid JSON",
@@ -187,3 +219,47 @@ def test_a_user_mistake_is_one_line_exit_2_and_leaves_nothing(name, tmp_path, ca
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert expected.replace("{tmp}", str(tmp_path)) in lines[0]
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written or removed
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+DAMAGES = {
+    "truncated weights": ("model.safetensors", _truncate, "model.safetensors: truncated: "),
+    "weights not safetensors": (
+        "model.safetensors",
+        lambda p: p.write_bytes(b"PK\x03\x04 a zip file, not tensors" * 4),
+        "model.safetensors: not a safetensors file",
+    ),
+    "config not JSON": ("config.json", lambda p: p.write_text("{not json"), "config.json: not valid JSON"),
+    "tokenizer not JSON": ("tokenizer.json", lambda p: p.write_text('{"model": '), "tokenizer.json: not valid JSON"),
+    "tokenizer wrong schema": ("tokenizer.json", lambda p: p.write_text('{"model": 3}'), "could not be loaded"),
+    "modules not JSON": ("modules.json", lambda p: p.write_text("[{"), "modules.json: not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_model_file_is_named_in_one_line(damage, tiny_encoder_dir, capsys):
+    name, spoil, expected = DAMAGES[damage]
+    spoil(tiny_encoder_dir / name)
+    assert main(["eval", "--model", str(tiny_encoder_dir), "--tasks", "STS-B-dev"]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: encoder {tiny_encoder_dir}: "), lines
+    assert expected in lines[0]
+    if "could not" not in expected:
+        assert str(tiny_encoder_dir / name) in lines[0] and "replace this file" in lines[0]
+
+
+@pytest.mark.parametrize("name", ["adapter_config.json", "adapter_model.safetensors"])
+def test_a_damaged_adapter_file_is_named(name, tiny_lm_dir, tmp_path):
+    from hardcse.art.config import GeneratorConfig
+    from hardcse.art.generator.model import load_generator, save_generator
+    from hardcse.errors import HardcseError
+
+    config = GeneratorConfig(dtype="float32", device="cpu")
+    model, _ = load_generator(str(tiny_lm_dir), config, trainable=True)
+    save_generator(model, str(tiny_lm_dir), tmp_path / "tuned")
+    _truncate(tmp_path / "tuned" / name)
+    with pytest.raises(HardcseError, match=f"generator adapter .*tuned: .*tuned/{name}: .*replace this file"):
+        load_generator(str(tmp_path / "tuned"), config)

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -144,18 +145,34 @@ OUT_OF_RANGE = [
 
 
 def test_grpo_batches_split_into_groups_and_old_ppo_keys_name_their_new_place():
-    with pytest.raises(HardcseError, match=r"batch_size: 10 is not a multiple of group_size 4"):
+    with pytest.raises(HardcseError, match=r"^override batch_size=10: 10 is not a multiple of group_size 4"):
         load_config(RLConfig, overrides=["algorithm=grpo", "batch_size=10"])
-    with pytest.raises(HardcseError, match=r"ppo: this key is now rl; rename it"):
+    with pytest.raises(HardcseError, match=r"^override ppo.steps=3: this key is now rl; rename it"):
         load_config(TuneConfig, overrides=["ppo.steps=3"])
-    with pytest.raises(HardcseError, match=r"ppo_epochs: this key is now epochs"):
+    with pytest.raises(HardcseError, match=r"^override rl.ppo_epochs=3: this key is now epochs"):
         load_config(TuneConfig, overrides=["rl.ppo_epochs=3"])
 
 
 @pytest.mark.parametrize(("cls", "override", "key"), OUT_OF_RANGE)
 def test_out_of_range_values_name_their_key(cls, override, key):
-    with pytest.raises(HardcseError, match=rf"^{cls.__name__}\.{key}: "):
+    with pytest.raises(HardcseError, match=rf"^override {re.escape(override)}: "):
         load_config(cls, overrides=[override])
+
+
+def test_a_mistake_names_its_source_file_or_override(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("rl:\n  steps: -3\n  batch_size: 4\ngenerator:\n  few_shot: [3]\n")
+    with pytest.raises(HardcseError, match=rf"^{re.escape(str(config))}: rl.steps: -3 must be"):
+        load_config(TuneConfig, config)
+    with pytest.raises(HardcseError, match=r"^override rl.steps=-1: -1 must be"):  # the override replaced the file's
+        load_config(TuneConfig, config, ["rl.steps=-1"])
+    with pytest.raises(HardcseError, match=rf"^{re.escape(str(config))}: rl.steps: -3 must be"):  # another key
+        load_config(TuneConfig, config, ["rl.epochs=2"])
+    config.write_text("generator:\n  few_shot: [3]\n")
+    with pytest.raises(HardcseError, match=rf"^{re.escape(str(config))}: generator.few_shot\[0\]: expected"):
+        load_config(TuneConfig, config)
+    with pytest.raises(HardcseError, match=r"^TuneConfig \(defaults\)|^override"):
+        load_config(TuneConfig, overrides=["rl.steps=0"])
 
 
 def test_every_config_class_is_range_checked():
@@ -167,7 +184,7 @@ def test_every_config_class_is_range_checked():
 def test_a_file_error_names_the_file_and_key(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("rl:\n  steps: -3\n")
-    with pytest.raises(HardcseError, match=r"c.yaml\.rl\.steps: -3 must be a finite number greater than 0"):
+    with pytest.raises(HardcseError, match=r"c.yaml: rl\.steps: -3 must be a finite number greater than 0"):
         load_config(ArtRunConfig, path)
 
 

@@ -48,9 +48,11 @@ def test_the_process_wide_choice_is_what_auto_defers_to(monkeypatch):
 
 def test_a_config_names_an_engine_or_is_refused():
     assert TuneConfig().engine == "auto"
-    with pytest.raises(HardcseError, match="engine: .onnx. is not one of auto, torch, openvino"):
+    with pytest.raises(HardcseError, match="override engine=onnx: .onnx. is not one of auto, torch, openvino"):
         load_config(TuneConfig, overrides=["engine=onnx"])
-    with pytest.raises(HardcseError, match="generator.openvino_weights: .int4. is not one of float, int8"):
+    with pytest.raises(
+        HardcseError, match="override generator.openvino_weights=int4: .int4. is not one of float, int8"
+    ):
         load_config(TuneConfig, overrides=["generator.openvino_weights=int4"])
     assert engines.openvino_precision("float32") == {"INFERENCE_PRECISION_HINT": "f32"}
     assert engines.openvino_precision("auto") == {}

@@ -37,6 +37,19 @@ class ConfigValueError(HardcseError):
         self.detail = message
 
 
+class ConfigKeyError(HardcseError):
+    """A mistake at ``key`` (a dotted path from the config's top, "" for the top itself); :func:`load_config` says
+    where the key came from: the file, or the ``key=value`` override that set it."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(f"{key}: {detail}" if key else detail)
+        self.key, self.detail = key, detail
+
+
+def _path(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
 def check_choice(key: str, value: object, allowed: Iterable[object]) -> None:
     allowed = tuple(allowed)
     if value not in allowed:
@@ -107,12 +120,14 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         raise errors[0]
     if origin is list:
         if not isinstance(value, list):
-            raise HardcseError(f"{where}: expected a list, got {value!r}")
+            raise ConfigKeyError(where, f"expected a list, got {value!r}")
         (item,) = typing.get_args(tp)
         return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if (tp is dict or origin is dict) and not isinstance(value, dict):
+        raise ConfigKeyError(where, f"expected a mapping, got {value!r}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise HardcseError(f"{where}: expected a mapping, got {value!r}")
+            raise ConfigKeyError(where, f"expected a mapping, got {value!r}")
         return _from_dict(tp, value, where)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -120,11 +135,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         try:
             return float(value)
         except ValueError:
-            raise HardcseError(f"{where}: expected a number, got {value!r}") from None
+            raise ConfigKeyError(where, f"expected a number, got {value!r}") from None
     if tp is bool and not isinstance(value, bool):
-        raise HardcseError(f"{where}: expected true/false, got {value!r}")
+        raise ConfigKeyError(where, f"expected true/false, got {value!r}")
     if tp in (int, float, str) and (not isinstance(value, tp) or isinstance(value, bool) and tp is not bool):
-        raise HardcseError(f"{where}: expected {tp.__name__}, got {value!r}")
+        raise ConfigKeyError(where, f"expected {tp.__name__}, got {value!r}")
     return value
 
 
@@ -134,10 +149,11 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
     renamed = getattr(cls, "RENAMED", {})
     for key in data:
         if key in renamed:
-            raise HardcseError(f"{where}.{key}: this key is now {renamed[key]}; rename it in the config")
+            raise ConfigKeyError(_path(where, key), f"this key is now {renamed[key]}; rename it in the config")
     unknown = sorted(set(data) - names)
-    if unknown:
-        raise HardcseError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    if unknown:  # named at the first unknown key itself, so an override that wrote it is the one blamed
+        more = f" (and {unknown[1:]})" if len(unknown) > 1 else ""
+        raise ConfigKeyError(_path(where, unknown[0]), f"unknown key(s) {unknown[:1]}{more}; known: {sorted(names)}")
     data = dict(data)
     for f in dataclasses.fields(cls):
         # A partial block updates the field's own default (a method's training defaults), not the class defaults.
@@ -145,11 +161,11 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
             default = f.default_factory()
             if dataclasses.is_dataclass(default):
                 data[f.name] = _merge(dataclasses.asdict(default), data[f.name])
-    values = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    values = {k: _coerce(v, hints[k], _path(where, k)) for k, v in data.items()}
     try:
         return cls(**values)
     except ConfigValueError as e:
-        raise HardcseError(f"{where}.{e.key}: {e.detail}") from None
+        raise ConfigKeyError(_path(where, e.key), e.detail) from None
 
 
 def config_path(name: str | Path) -> Path:
@@ -215,13 +231,13 @@ def _merge(base: dict, update: dict) -> dict:
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> T:
     """A ``cls`` from a YAML file (optional; ``base: FILE`` inherits another) with ``key=value`` overrides
-    (``a.b=3``; values parsed as YAML)."""
+    (``a.b=3``; values parsed as YAML). A mistake names its source: ``FILE: key: ...`` for a key from the file,
+    ``override key=value: ...`` for one from the command line."""
     data: dict = {}
-    where = cls.__name__
     if path is not None:
         path = config_path(path)
         data = _read_yaml(path)
-        where = str(path)
+    written: dict[str, str] = {}  # dotted key -> the override that set it (the last one wins, as in the data)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
@@ -239,12 +255,33 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
                 f"override {item!r}: the value is not valid YAML ({_one_line(e)}); put text with special characters "
                 "in YAML quotes: key='\"text\"'"
             ) from None
-    return _from_dict(cls, data, where)
+        written[key] = item
+    try:
+        return _from_dict(cls, data, "")
+    except ConfigKeyError as e:
+        item = next((v for k, v in reversed(written.items()) if _within(e.key, k)), None)
+        if item is not None:
+            raise HardcseError(f"override {item}: {e.detail}") from None
+        source = str(path) if path is not None else f"{cls.__name__} (defaults)"
+        raise HardcseError(f"{source}: {e}") from None
+
+
+def _within(key: str, override: str) -> bool:
+    """Whether the mistake at ``key`` is the override's: the same key, a key inside the override's value (``a.b``
+    holds ``a.b.c`` and ``a.b[0]``), or the block the override wrote into (``ppo.steps=3`` made ``ppo``)."""
+
+    def inside(inner: str, outer: str) -> bool:
+        return inner == outer or inner.startswith((f"{outer}.", f"{outer}["))
+
+    return inside(key, override) or (bool(key) and inside(override, key))
 
 
 def config_from_dict(cls: type[T], data: dict, where: str) -> T:
     """A ``cls`` from a mapping (a saved config), checked as a file would be; errors name ``where``."""
-    return _from_dict(cls, data, where)
+    try:
+        return _from_dict(cls, data, "")
+    except ConfigKeyError as e:
+        raise HardcseError(f"{where}: {e}") from None
 
 
 def config_to_dict(config: Any) -> dict:

@@ -37,7 +37,7 @@ from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.engines import select_engine
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, not_a_file
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
@@ -84,7 +84,7 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     if config.tune_generator:
         check_rank_shares(config.rl)
     if config.mix_triplets and not Path(config.mix_triplets).is_file():
-        raise HardcseError(f"mix_triplets: {config.mix_triplets}: no such file")
+        raise not_a_file(config.mix_triplets, " (mix_triplets)")
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
     if config.discriminator != TRAIN_IN_RUN:
         sources["discriminator"] = config.discriminator

@@ -29,11 +29,11 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.data.decontamination import Decontamination, DecontaminationConfig
     from hardcse.data.jsonl import split_lines
     from hardcse.data.table import detect_format, read_table, text_columns
-    from hardcse.errors import HardcseError
+    from hardcse.errors import HardcseError, not_a_file
 
     path = Path(args.file)
     if not path.is_file():
-        raise HardcseError(f"{path}: no such file")
+        raise not_a_file(path)
     out = Path(args.out) if args.out else path.with_name(f"{path.stem}.decontaminated{path.suffix}")
     matches = out.with_name(f"{out.stem}.matches.jsonl")
     if out.resolve() == path.resolve():

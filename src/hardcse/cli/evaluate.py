@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=PRECISIONS,
         default="auto",
         help="OpenVINO's precision: auto (bfloat16 where the CPU computes it natively; scores within ~0.01 of "
-        "PyTorch's) or float32 (PyTorch's scores to 1e-4, slower)",
+        "PyTorch's) or float32 (PyTorch's scores to ~0.002, PyTorch's speed)",
     )
     add_skip_bad_rows(p)
     p.add_argument("--out", help="folder for eval.json and eval.md")

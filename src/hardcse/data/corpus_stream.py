@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hardcse.data.jsonl import parse_line
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, not_a_file
 
 BATCH_ROWS = 10_000
 FORMATS = ".txt, .jsonl, .csv, .tsv, .parquet"
@@ -33,7 +33,7 @@ def stream_sentences(path: str | Path, column: str = "text") -> Iterator[str]:
     if (path / "dataset_dict.json").is_file():
         raise HardcseError(f"{path}: a DatasetDict; give the folder of one split (e.g. {path}/train)")
     if not path.is_file():
-        raise HardcseError(f"{path}: no such file (a corpus is {FORMATS} or a saved dataset's folder)")
+        raise not_a_file(path, f" (a corpus is {FORMATS} or a saved dataset's folder)")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         yield from _parquet(path, column)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import IO
 
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, not_a_file
 
 # Line separators of str.splitlines that JSON leaves raw (it escapes every control character below U+0020).
 _RAW_SEPARATORS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -75,7 +75,7 @@ def read_utf8(path: str | Path) -> str:
     """A text file's content (a UTF-8 BOM dropped); a missing or non-UTF-8 file is an error naming it."""
     path = Path(path)
     if not path.is_file():
-        raise HardcseError(f"{path}: no such file")
+        raise not_a_file(path)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:

@@ -23,7 +23,7 @@ from hardcse.data.pairs import read_labeled_pairs
 from hardcse.data.sts import read_scored_pairs
 from hardcse.data.table import read_table
 from hardcse.data.triplets import read_triplets
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, not_a_file
 from hardcse.paths import data_dir
 
 
@@ -113,7 +113,7 @@ def read_task_folder(folder: str | Path) -> list[Task]:
             raise HardcseError(f"{spec_path}: task {name!r} needs exactly query, positive and negative")
         path = folder / f"{name}.jsonl"
         if not path.is_file():
-            raise HardcseError(f"{path}: no such file (listed in {spec_path})")
+            raise not_a_file(path, f" (listed in {spec_path})")
         task = Task(name, instructions["query"], instructions["positive"], instructions["negative"])
         for number, row in read_jsonl_numbered(path):
             texts = [row.get(k) for k in ("query", "pos", "neg")]
@@ -141,7 +141,7 @@ def triplet_task(source: str | Path) -> Task:
     else:
         files, name = [source], source.stem
     if not all(f.is_file() for f in files):
-        raise HardcseError(f"triplet_tasks: {source}: no such file")
+        raise not_a_file(next(f for f in files if not f.is_file()), " (triplet_tasks)")
     task = _task(
         f"triplets-{name}",
         RETRIEVE.format(what="sentence", target="a semantically similar sentence"),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hardcse.data.jsonl import split_lines
-from hardcse.errors import HardcseError
+from hardcse.errors import HardcseError, not_a_file
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def read_table(
     if on_error not in ("raise", "skip"):
         raise HardcseError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     if not path.is_file():
-        raise HardcseError(f"{path}: no such file")
+        raise not_a_file(path)
     fmt = fmt or detect_format(path)
     text, bad_lines = _decode(path, on_error)
     table = Table(path=path)

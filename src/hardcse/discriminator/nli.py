@@ -49,7 +49,7 @@ class NLIDiscriminator:
         """``device``: auto | cpu | cuda | cuda:N (:mod:`hardcse.devices`; ``device_key`` names it in errors)."""
         path = resolve_model(source)
         where = str(resolve_device(device, device_key))
-        with loading(f"NLI model {source}"):
+        with loading(f"NLI model {source}", path):
             model = CrossEncoder(str(path), local_files_only=True, max_length=max_length, device=where)
         return cls(model)
 

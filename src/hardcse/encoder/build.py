@@ -48,7 +48,7 @@ def load_encoder(
         raise HardcseError(f"pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     path = resolve_model(source)
     where = str(resolve_device(device, device_key))
-    with loading(f"encoder {source}"):
+    with loading(f"encoder {source}", path):
         model = SentenceTransformer(
             str(path), device=where, local_files_only=True, trust_remote_code=_hardcse_modules(path)
         )

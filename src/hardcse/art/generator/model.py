@@ -59,11 +59,11 @@ def load_generator(
     base_source = base_model_source(source)
     base_path = resolve_model(base_source)
     device = resolve_device(config.device, "generator.device")
-    with loading(f"generator {base_source} (a causal language model)"):
+    with loading(f"generator {base_source} (a causal language model)", base_path):
         model = AutoModelForCausalLM.from_pretrained(base_path, dtype=generator_dtype(config.dtype, device))
         tokenizer = load_tokenizer(base_path)
     if adapter_dir is not None:
-        with loading(f"generator adapter {adapter_dir}"):
+        with loading(f"generator adapter {adapter_dir}", adapter_dir):
             model = PeftModel.from_pretrained(model, adapter_dir, is_trainable=trainable)
     elif trainable:
         lora = LoraConfig(
