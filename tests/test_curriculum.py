@@ -214,7 +214,7 @@ def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_pa
 
     bad = ["plan", "--config", str(config_file), "--out", str(tmp_path / "p2"), f"data={task_folder}"]
     assert main(["datacube", *bad, "task_order=greedy"]) == 2
-    assert "task_order: 'greedy' is not one of anneal, random" in capsys.readouterr().err
+    assert "override task_order=greedy: 'greedy' is not one of anneal, random" in capsys.readouterr().err
     assert not (tmp_path / "p2").exists()
 
 

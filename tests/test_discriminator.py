@@ -39,7 +39,9 @@ def test_a_model_without_nli_labels_is_refused(tiny_bert_dir):
 
 
 def test_training_refuses_evaluation_files():
-    with pytest.raises(HardcseError, match="train_files: .* cannot be training data"):
+    with pytest.raises(
+        HardcseError, match=r"override train_files=\[.*\]: evaluation file\(s\) .* cannot be training data"
+    ):
         load_config(NLITrainConfig, overrides=["train_files=[nli/SNLI/test.tsv]"])
 
 

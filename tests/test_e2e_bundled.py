@@ -79,7 +79,7 @@ def test_user_mistakes_get_one_line_errors(capsys, tmp_path):
     assert main(["art", "run", "--config", "configs/smoke.yaml", "--out", str(tmp_path / "o"), "rl.steps=0"]) == 2
     err = capsys.readouterr().err
     assert "error: model 'nobody/nothing'" in err and "none.csv: no such file" in err and "give --data" in err
-    assert "rl.steps: 0 must be a finite number greater than 0" in err
+    assert "override rl.steps=0: 0 must be a finite number greater than 0" in err
     assert not (tmp_path / "o").exists()  # nothing written before the input was checked
     assert "Traceback" not in err
 
