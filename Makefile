@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTHON  ?= python3
 
-.PHONY: install demo test lint format check-wheel clean
+.PHONY: install demo test test-fast lint format check-wheel clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ format: install
 test: lint
 	$(PY) -m pytest -q
 	$(MAKE) check-wheel
+
+# The loop while editing (~3 min on 2 cores): lint, unit tests and tiny models; no bundled-model end-to-end runs,
+# no MTEB, no several-process launches (the `slow` marker), no wheel check. CI runs `make test`.
+test-fast: lint
+	$(PY) -m pytest -q -m "not slow"
 
 # The package as a user gets it: a wheel installed into a fresh virtual environment (torch first, from the
 # constraints file), then eval, the ART smoke run and the DiffAug smoke run from a folder outside the repository.

@@ -15,6 +15,8 @@ from hardcse.data.sts import load_sts_task
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.resources import BUNDLED_ENCODER, BUNDLED_GENERATOR, resolve_model
 
+pytestmark = pytest.mark.slow  # the bundled models end to end: `make test` runs it, `make test-fast` does not
+
 
 def test_eval_matches_an_independent_evaluation(tmp_path, capsys, no_network):
     assert main(["eval", "--model", BUNDLED_ENCODER, "--tasks", "STS-B-dev", "--out", str(tmp_path)]) == 0

@@ -9,6 +9,8 @@ from hardcse.cli import main
 from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.resources import BUNDLED_ENCODER
 
+pytestmark = pytest.mark.slow  # MTEB's evaluator on the bundled encoder: `make test` runs it, `make test-fast` does not
+
 pytest.importorskip("mteb")  # the optional extra (`make install` installs it)
 
 

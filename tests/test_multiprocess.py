@@ -21,6 +21,8 @@ from test_art_run import run_config  # noqa: F401  (a fixture)
 from test_curriculum import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
 from test_diffaug import nli_file  # noqa: F401  (a fixture)
 
+pytestmark = pytest.mark.slow  # several processes, each importing torch: `make test` runs it, `make test-fast` does not
+
 ROWS, DIM = 5, 4
 
 
