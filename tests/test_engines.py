@@ -1,6 +1,7 @@
 """The inference engines: choosing one, and the OpenVINO paths giving the PyTorch path's numbers and tokens."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -181,3 +182,16 @@ def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encod
     generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=7)
     synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(0.0, 0.0), torch_texts, engine="torch")
     assert len(first.splitlines()) == len((torch_texts / "synthetic.jsonl").read_bytes().splitlines()) == 8
+
+
+@openvino
+def test_an_export_killed_half_way_is_made_again(tiny_lm_dir, tmp_path, monkeypatch):
+    from hardcse.art.generator import openvino as ov_generator
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    target = tmp_path / "cache" / "openvino" / ov_generator.export_key(str(tiny_lm_dir))
+    (target.parent / f"{target.name}.partial-123").mkdir(parents=True)  # a killed process's temporary folder
+    target.mkdir()  # and a folder without its model file: never complete
+    assert ov_generator.export_generator(str(tiny_lm_dir), GREEDY) == target
+    assert (target / ov_generator.MODEL_FILE).is_file() and (target / "openvino_tokenizer.xml").is_file()
+    assert not list(target.parent.glob(f"{target.name}.partial-{os.getpid()}"))  # its own temporary folder went

@@ -1,12 +1,12 @@
 """Which library runs the forward passes that train nothing: ``engine: auto | torch | openvino``.
 
-Inference (synthesis, the held-out comparison, STS evaluation, the reward's and the miner's cosines) can run in
+Inference (synthesis, the held-out comparison, STS evaluation, the reward's cosines) can run in
 PyTorch or in OpenVINO (OpenVINO GenAI for generation, OpenVINO Runtime for the encoder). Training always runs in
 PyTorch. ``auto`` picks OpenVINO when it is installed and the work runs on a CPU, PyTorch on a GPU.
 
 The choice is process-wide: the CLI sets it once from ``--engine`` or a config's ``engine`` key
 (:func:`select_engine`); :func:`hardcse.encoder.encode.encode` asks :func:`encoder_engine` on every call and the
-generator's synthesis asks :func:`resolve_engine`, so evaluation, rewards, mining and synthesis in every method
+generator's synthesis asks :func:`resolve_engine`, so evaluation, rewards and synthesis in every method
 follow the one switch. ``HARDCSE_ENGINE`` sets the starting choice (the test suite pins ``torch`` and runs the
 OpenVINO path in tests of its own).
 

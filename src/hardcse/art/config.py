@@ -248,7 +248,7 @@ class TuneConfig(Checked):
     # auto | cpu | cuda | cuda:N (hardcse/devices.py). The generator has generator.device, training training.device.
     device: str = "auto"
     # What runs the forward passes that train nothing (synthesis, held-out comparison, evaluation, the reward's and
-    # the miner's cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
+    # the held-out cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
     # RL rollouts and every training step run in PyTorch.
     engine: str = "auto"
 
