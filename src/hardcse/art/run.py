@@ -94,7 +94,7 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
     """Run (or continue) every stage of the run; returns the final encoder's folder."""
-    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
+    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
     folder = RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run")
     folder.check()  # a mistake in --out is reported before the models are resolved (a first conversion takes 30 s)
     blocks = validate(config)

@@ -202,7 +202,7 @@ def synthesis_run(
     """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
     ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
     the synthesis report. The inputs that are not config are recorded in the manifest."""
-    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
+    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
     from hardcse.art.anchors import split_anchors
     from hardcse.data.corpus import read_sentences
     from hardcse.discriminator.nli import load_discriminator

@@ -181,7 +181,7 @@ def _finish(out_dir: Path, final: Path) -> None:
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
     """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
     last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
-    select_engine(config.engine)  # the encoders' engine (reward, mining, evaluation) follows the config
+    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
     from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
