@@ -221,7 +221,8 @@ class OpenVINOGenerator:
         c = genai.GenerationConfig()
         c.max_new_tokens = self.config.max_new_tokens
         c.stop_token_ids = set(self.eos_ids)
-        c.eos_token_id = self.eos_ids[0]
+        if self.eos_ids:
+            c.eos_token_id = self.eos_ids[0]
         c.do_sample = self.config.top_k != 1  # top_k 1 is greedy, as in the PyTorch sampler
         if c.do_sample:
             c.temperature = self.config.sampling_temperature
