@@ -20,9 +20,16 @@ class KeywordJudge:
 
 
 def record(anchor, positive, negative, rewards):
+    """A synthetic.jsonl record; the discriminator's P(target) of a parsed response is 0.5 + its reward / 2."""
+
+    def probs(text, reward, target):
+        return None if text is None else [(0.5 + reward / 2) if i == LABEL_ID[target] else 0.0 for i in range(3)]
+
     return {"anchor": anchor, "positive": positive, "negative": negative} | {
         "positive_reward": rewards[0],
         "negative_reward": rewards[1],
+        "positive_probs": probs(positive, rewards[0], "entailment"),
+        "negative_probs": probs(negative, rewards[1], "contradiction"),
     }
 
 
@@ -47,6 +54,9 @@ def test_per_anchor_measures_by_hand(tiny_encoder):
     assert m["positive_cosine"][:2] == pytest.approx(cos) and np.isnan(m["positive_cosine"][2])
     assert np.isnan(m["negative_cosine"][1:]).all()
     assert np.isnan(per_anchor(RAW, None, tiny_encoder)["judged_correct"]).all()  # no judge: undefined
+    # format set aside: the parsed responses alone (anchor 2's rejected negative and anchor 3 drop out)
+    assert m["reward_parsed"][:2].tolist() == pytest.approx([-0.1, 0.3]) and np.isnan(m["reward_parsed"][2])
+    assert m["p_target_parsed"][:2].tolist() == pytest.approx([0.45, 0.65]) and np.isnan(m["p_target_parsed"][2])
 
 
 def test_compare_pairs_the_same_anchors(tiny_encoder):

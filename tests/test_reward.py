@@ -33,3 +33,25 @@ def test_harder_valid_positive_scores_higher():
     p = np.array([0.9, 0.9])
     r, _, _ = dual_reward(p, np.array([0.95, 0.72]), np.array([True, True]), CONFIG)
     assert r[1] > r[0]
+
+
+def test_the_summary_splits_the_reward_into_format_r1_and_r2():
+    from hardcse.art.reward import RewardParts
+
+    nan = float("nan")
+    # two parsed responses (r1, r2) = (0.2, 0.4) and (-0.1, 0.0) with w = (0.5, 0.5), one rejected at -1
+    parts = RewardParts(
+        reward=np.array([0.3, -0.05, -1.0]),
+        r1=np.array([0.2, -0.1, nan]),
+        r2=np.array([0.4, 0.0, nan]),
+        p_target=np.array([0.51, 0.21, nan]),
+        cosine=np.array([0.8, 0.9, nan]),
+        valid=np.array([True, True, False]),
+        probs=np.full((3, 3), nan),
+        weights=(0.5, 0.5),
+    )
+    s = parts.summary()
+    assert s["reward_format"] == pytest.approx(-1 / 3)
+    assert s["reward_r1"] == pytest.approx(0.5 * 0.1 / 3) and s["reward_r2"] == pytest.approx(0.5 * 0.4 / 3)
+    assert s["reward_format"] + s["reward_r1"] + s["reward_r2"] == pytest.approx(s["reward"])
+    assert s["reward_parsed"] == pytest.approx(0.125) and s["p_target"] == pytest.approx(0.36)

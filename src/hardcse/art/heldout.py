@@ -7,6 +7,9 @@ Per anchor (its positive and its negative together):
     judged_correct  share of the parsed responses the independent judge labels as asked (entailment for the
                     positive, contradiction for the negative); undefined when none parsed or no judge
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
+    reward_parsed   mean dual reward of the parsed responses only: the reward with format set aside
+    p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses; both undefined when none
+                    parsed
 A rising reward with a flat judged_correct is the sign of reward hacking: the generator learns the reward
 discriminator's blind spots, not the task.
 """
@@ -14,6 +17,7 @@ discriminator's blind spots, not the task.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +34,15 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
 from hardcse.stats import paired_bootstrap
 
-MEASURES = ("reward", "parse_failure", "judged_correct", "positive_cosine", "negative_cosine")
+MEASURES = (
+    "reward",
+    "parse_failure",
+    "reward_parsed",
+    "p_target_parsed",
+    "judged_correct",
+    "positive_cosine",
+    "negative_cosine",
+)
 
 
 def per_anchor(
@@ -57,6 +69,15 @@ def per_anchor(
     with np.errstate(invalid="ignore", divide="ignore"):
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
+    # format set aside: the reward and P(target) of the parsed responses (a mined negative counts as parsed)
+    rewards = np.array([[r[f"{kind}_reward"] if r[kind] is not None else np.nan for kind in TARGET] for r in records])
+    p_target = np.array(
+        [[(r.get(f"{kind}_probs") or [np.nan] * 3)[t] for kind, t in TARGET.items()] for r in records], dtype=float
+    )
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the mean of no parsed response is NaN, as meant
+        out["reward_parsed"] = np.nanmean(rewards.reshape(n, 2), axis=1) if n else np.zeros(0)
+        out["p_target_parsed"] = np.nanmean(p_target.reshape(n, 2), axis=1) if n else np.zeros(0)
     return out
 
 

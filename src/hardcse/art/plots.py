@@ -20,6 +20,9 @@ RL_CURVES = [
     ("r1", "r1 (correctness)"),
     ("r2", "r2 (difficulty)"),
     ("parse_failure_rate", "parse-failure rate"),
+    ("reward_format", "reward share of invalid penalties"),
+    ("reward_parsed", "reward of parsed answers"),
+    ("p_target", "P(target) of parsed answers"),
     ("kl", "KL to reference"),
     ("entropy", "entropy"),
     ("clipfrac", "clip fraction"),
@@ -32,10 +35,11 @@ def plot_rl_log(log_path: str | Path, png_path: str | Path) -> Path:
     """A grid of the RL curves in ``rl_log.jsonl``, one panel per quantity (those logged), against the step."""
     rows = [r for r in read_jsonl(log_path) if not r.get("skipped")]
     curves = [(key, title) for key, title in RL_CURVES if any(r.get(key) is not None for r in rows)] or RL_CURVES[:1]
-    fig, axes = plt.subplots(3, 3, figsize=(13, 9))
+    rows_of_panels = math.ceil(len(curves) / 3)
+    fig, axes = plt.subplots(rows_of_panels, 3, figsize=(13, 3 * rows_of_panels), squeeze=False)
     for ax in axes.flat[len(curves) :]:
         ax.set_visible(False)
-    for ax, (key, title) in zip(axes.flat, curves, strict=False):  # at most 9 curves, 9 panels
+    for ax, (key, title) in zip(axes.flat, curves, strict=False):  # one panel per curve, the rest hidden
         points = [(r["step"], r[key]) for r in rows if r.get(key) is not None and math.isfinite(r[key])]
         if points:
             ax.plot(*zip(*points, strict=True), marker=".")

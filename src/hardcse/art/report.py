@@ -117,8 +117,9 @@ def _rl_table(rounds: list[Path], config: dict) -> str:
     updates_per_step = -(-rl["batch_size"] // rl["minibatch_size"]) * rl["epochs"]
     lines = [
         "| round | steps (not skipped) | optimizer updates | window w | reward, first w | reward, last w "
-        "| parse fail, first w | parse fail, last w | KL, last w |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| parse fail, first w | parse fail, last w | reward of parsed, first w | reward of parsed, last w "
+        "| P(target) of parsed, first w | P(target) of parsed, last w | KL, last w |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for d in rounds:
         path = d / "generator" / RL_LOG
@@ -136,6 +137,8 @@ def _rl_table(rounds: list[Path], config: dict) -> str:
             f"| {d.name} | {len(steps)} | {len(steps) * updates_per_step} | {w or 'too few steps'} "
             f"| {_fmt(mean(first, 'reward'), 3)} | {_fmt(mean(last, 'reward'), 3)} "
             f"| {_fmt(mean(first, 'parse_failure_rate'), 3)} | {_fmt(mean(last, 'parse_failure_rate'), 3)} "
+            f"| {_fmt(mean(first, 'reward_parsed'), 3)} | {_fmt(mean(last, 'reward_parsed'), 3)} "
+            f"| {_fmt(mean(first, 'p_target'), 3)} | {_fmt(mean(last, 'p_target'), 3)} "
             f"| {_fmt(mean(last, 'kl'), 3)} |"
         )
     return "\n".join(lines) if len(lines) > 2 else ""

@@ -33,13 +33,20 @@ class RewardParts:
     cosine: np.ndarray
     valid: np.ndarray  # bool: the parser accepted the response
     probs: np.ndarray  # (n, 3) NLI probabilities in LABELS order, NaN rows for invalid responses
+    weights: tuple[float, float] = (0.5, 0.5)  # (w1, w2) of the reward that made these parts
 
     def summary(self) -> dict[str, float]:
-        """Means for logs; r1, r2, p_target and cosine over valid responses only."""
+        """Means for logs; r1, r2, p_target and cosine over valid responses only.
+
+        Where the reward comes from: ``reward = reward_format + reward_r1 + reward_r2`` exactly, with
+        ``reward_format`` the invalid penalties' share (sum over rejected responses / n), ``reward_r1`` =
+        w1 * sum of r1 over parsed responses / n and ``reward_r2`` likewise; ``reward_parsed`` is the mean reward
+        of the parsed responses alone (what the policy earns for meaning, format set aside)."""
 
         def mean(x: np.ndarray) -> float | None:
             return float(np.nanmean(x)) if np.isfinite(x).any() else None
 
+        n, (w1, w2) = len(self.reward), self.weights
         return {
             "reward": float(self.reward.mean()),
             "r1": mean(self.r1),
@@ -47,6 +54,10 @@ class RewardParts:
             "p_target": mean(self.p_target),
             "cosine": mean(self.cosine),
             "parse_failure_rate": float(1 - self.valid.mean()),
+            "reward_format": float(self.reward[~self.valid].sum() / n),
+            "reward_r1": float(w1 * np.nansum(self.r1[self.valid]) / n),
+            "reward_r2": float(w2 * np.nansum(self.r2[self.valid]) / n),
+            "reward_parsed": mean(np.where(self.valid, self.reward, np.nan)),
         }
 
 
@@ -92,4 +103,5 @@ class DualReward:
             cos = pair_cosines(self.encoder, xs, ys)
             cosine[idx] = cos
             reward[idx], r1[idx], r2[idx] = dual_reward(p_target[idx], cos, is_positive[idx], self.config)
-        return RewardParts(reward, r1, r2, p_target, cosine, valid, all_probs)
+        weights = (self.config.w1, self.config.w2)
+        return RewardParts(reward, r1, r2, p_target, cosine, valid, all_probs, weights)
