@@ -8,7 +8,7 @@ inside the model as state (``apply_make_stateful_transformation``, each state st
 of the batch's size), and a ``beam_idx`` input gathers the state's rows, as GenAI expects. The causal mask is
 built in the traced function from the 2-D attention mask (so no length is frozen into the graph). A generator
 folder (base + LoRA adapter) is merged into the base weights before export: a tuned generator is exported once a
-round (~8 s for SmolLM2-135M). ``generator.openvino_weights: int8`` compresses the weights to 8 bits (NNCF's
+round (~10 s for SmolLM2-135M). ``generator.openvino_weights: int8`` compresses the weights to 8 bits (NNCF's
 data-free INT8_ASYM) after export. The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
 which the pipeline loads although hardcse hands it token ids.
 
