@@ -47,6 +47,13 @@ def test_the_process_wide_choice_is_what_auto_defers_to(monkeypatch):
         engines.select_engine("auto", precision="half")
 
 
+def test_a_bad_hardcse_engine_is_refused_when_used(monkeypatch):
+    monkeypatch.setattr(engines, "_selected", "onnx")  # as HARDCSE_ENGINE=onnx sets it at import
+    with pytest.raises(HardcseError, match="^HARDCSE_ENGINE: 'onnx' is not one of auto, torch, openvino"):
+        engines.encoder_engine(CPU)
+    assert engines.resolve_engine("torch", CPU) == "torch"  # a config's own choice does not read it
+
+
 def test_a_config_names_an_engine_or_is_refused():
     assert TuneConfig().engine == "auto"
     with pytest.raises(HardcseError, match="override engine=onnx: .onnx. is not one of auto, torch, openvino"):

@@ -60,6 +60,7 @@ def resolve_engine(value: str, device: torch.device, key: str = "engine") -> str
     check_engine(key, value)
     if value == "auto":
         value = _selected
+        check_engine("HARDCSE_ENGINE", value)  # the one way a process-wide choice is not yet checked
     if value == "auto":
         return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
     if value == "openvino":
