@@ -1,6 +1,10 @@
 """PyTorch against OpenVINO on this machine, in one run: synthesis, RL rollouts, evaluation, and agreement.
 
-    python benchmarks/engine_speed.py [--anchors 64] [--agreement-anchors 200] [--greedy-prompts 100]
+    python benchmarks/engine_speed.py [--anchors 256] [--agreement-anchors 200] [--greedy-prompts 100]
+                                      [--rollout-steps 3] [--parts synthesis rollouts ...]
+
+``--parts`` measures only the parts named and keeps the others' figures in the record (each part's command and
+date are recorded beside it).
 
 Every setting runs one after the other in this process (nothing else may run on the machine meanwhile):
 
@@ -198,6 +202,7 @@ def eval_speed(source: str = "bundled:minilm-l6") -> list[dict]:
 def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_prompts: int) -> dict:
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.texts import TextGenerator
+    from hardcse.art.heldout import per_anchor
     from hardcse.art.reward import DualReward
     from hardcse.art.synthesis import synthesize
     from hardcse.data.jsonl import read_jsonl
@@ -229,9 +234,10 @@ def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_promp
         )
         files[name] = (out / "synthetic.jsonl").read_bytes()
         records = read_jsonl(out / "synthetic.jsonl")
+        held_out = per_anchor(records, None, reward_parts[1])  # the held-out stage's own per-anchor measures
         measures[name] = {
-            "parse_failure": np.array([((r["positive"] is None) + (r["negative"] is None)) / 2 for r in records]),
-            "reward": np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in records]),
+            "parse_failure": held_out["parse_failure"],
+            "reward": held_out["reward"],
             "words": np.array([(len(r["positive_raw"].split()) + len(r["negative_raw"].split())) / 2 for r in records]),
         }
     differences = {}

@@ -70,14 +70,16 @@ def per_anchor(
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
     # format set aside: the reward and P(target) of the parsed responses (a mined negative counts as parsed)
-    rewards = np.array([[r[f"{kind}_reward"] if r[kind] is not None else np.nan for kind in TARGET] for r in records])
+    rewards = np.array(
+        [[r[f"{kind}_reward"] if r[kind] is not None else np.nan for kind in TARGET] for r in records], dtype=float
+    ).reshape(n, 2)
     p_target = np.array(
         [[(r.get(f"{kind}_probs") or [np.nan] * 3)[t] for kind, t in TARGET.items()] for r in records], dtype=float
-    )
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+    ).reshape(n, 2)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the mean of no parsed response is NaN, as meant
-        out["reward_parsed"] = np.nanmean(rewards.reshape(n, 2), axis=1) if n else np.zeros(0)
-        out["p_target_parsed"] = np.nanmean(p_target.reshape(n, 2), axis=1) if n else np.zeros(0)
+        out["reward_parsed"] = np.nanmean(rewards, axis=1)
+        out["p_target_parsed"] = np.nanmean(p_target, axis=1)
     return out
 
 

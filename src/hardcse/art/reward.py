@@ -33,7 +33,7 @@ class RewardParts:
     cosine: np.ndarray
     valid: np.ndarray  # bool: the parser accepted the response
     probs: np.ndarray  # (n, 3) NLI probabilities in LABELS order, NaN rows for invalid responses
-    weights: tuple[float, float] = (0.5, 0.5)  # (w1, w2) of the reward that made these parts
+    weights: tuple[float, float]  # (w1, w2) of the reward that made these parts
 
     def summary(self) -> dict[str, float]:
         """Means for logs; r1, r2, p_target and cosine over valid responses only.
