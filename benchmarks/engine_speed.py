@@ -118,6 +118,7 @@ def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
     from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.sampling import generation_eos_ids
+    from hardcse.art.generator.stopping import stop_ids
     from hardcse.art.policy import PolicyTrainer
     from hardcse.resources import resolve_model
 
@@ -140,9 +141,8 @@ def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
             folder = Path(tmp) / f"policy-{step}"
             save_generator(model, generation.model, folder)
             export = export_generator(str(folder), generation)
-            engine = OpenVINOGenerator(
-                export, generation_eos_ids(resolve_model(generation.model), tokenizer), generation
-            )
+            eos_ids = generation_eos_ids(resolve_model(generation.model), tokenizer)
+            engine = OpenVINOGenerator(export, eos_ids, stop_ids(tokenizer, eos_ids, generation), generation)
             export_s.append(time.perf_counter() - start)
             ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
             start = time.perf_counter()

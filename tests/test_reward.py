@@ -55,3 +55,5 @@ def test_the_summary_splits_the_reward_into_format_r1_and_r2():
     assert s["reward_r1"] == pytest.approx(0.5 * 0.1 / 3) and s["reward_r2"] == pytest.approx(0.5 * 0.4 / 3)
     assert s["reward_format"] + s["reward_r1"] + s["reward_r2"] == pytest.approx(s["reward"])
     assert s["reward_parsed"] == pytest.approx(0.125) and s["p_target"] == pytest.approx(0.36)
+    assert s["reward_parsed_std"] == pytest.approx(0.175)  # population std of 0.3 and -0.05
+    assert s["reward_std"] == pytest.approx(np.std([0.3, -0.05, -1.0]))

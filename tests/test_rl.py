@@ -9,7 +9,6 @@ import torch
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.generator.sampling import response_mask
 from hardcse.art.grpo import GRPOTrainer, group_advantages, grpo_loss, k3_kl
 from hardcse.art.policy import masked_mean
 from hardcse.art.ppo import (
@@ -70,11 +69,6 @@ def test_adaptive_kl_by_hand():
     controller = AdaptiveKLController(0.2, target=0.1, horizon=100)
     controller.update(0.15, n_steps=10)  # error clipped to +0.2 -> 0.2 * (1 + 0.2 * 10 / 100)
     assert controller.value == pytest.approx(0.204)
-
-
-def test_response_mask_stops_after_the_first_eos():
-    ids = torch.tensor([[5, 1, 0, 0], [5, 6, 7, 8], [1, 1, 0, 0]])
-    assert response_mask(ids, [1]).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
 
 
 def p_good_first(model, tokenizer) -> float:

@@ -47,6 +47,13 @@ class GeneratorConfig(Checked):
     lora_dropout: float = 0.05
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
     max_new_tokens: int = 48
+    # Where a response ends (hardcse/art/generator/stopping.py): "eos", the model's end-of-sequence token (the
+    # paper's), or "line": also the first line break, where the parser would cut the answer anyway
+    stop: str = "eos"
+    # null: every row may write max_new_tokens (the paper's); k: ceil(k * the anchor's tokens) + length_extra,
+    # at most max_new_tokens
+    length_budget: float | None = None
+    length_extra: int = 8
     sampling_temperature: float = 1.0
     top_k: int = 0  # 0: no top-k truncation
     top_p: float = 1.0
@@ -82,6 +89,9 @@ class GeneratorConfig(Checked):
         check_range("lora_dropout", self.lora_dropout, 0.0, 1.0)
         check_range("top_p", self.top_p, 0.0, 1.0)
         check_nonnegative("top_k", self.top_k)
+        check_positive("length_budget", self.length_budget, allow_none=True)
+        check_nonnegative("length_extra", self.length_extra)
+        check_choice("stop", self.stop, ("eos", "line"))
         check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
         check_choice("openvino_weights", self.openvino_weights, ("float", "int8"))
         check_device("device", self.device)

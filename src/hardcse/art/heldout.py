@@ -8,8 +8,9 @@ Per anchor (its positive and its negative together):
                     positive, contradiction for the negative); undefined when none parsed or no judge
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
     reward_parsed   mean dual reward of the parsed responses only: the reward with format set aside
-    p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses; both undefined when none
-                    parsed
+    p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses
+    r2_parsed       mean difficulty reward r2 (hardcse/art/reward.py) of the parsed responses; the three undefined
+                    when none parsed
 A rising reward with a flat judged_correct is the sign of reward hacking: the generator learns the reward
 discriminator's blind spots, not the task.
 """
@@ -39,6 +40,7 @@ MEASURES = (
     "parse_failure",
     "reward_parsed",
     "p_target_parsed",
+    "r2_parsed",
     "judged_correct",
     "positive_cosine",
     "negative_cosine",
@@ -69,16 +71,19 @@ def per_anchor(
     with np.errstate(invalid="ignore", divide="ignore"):
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
-    # format set aside: the reward and P(target) of the parsed responses (a mined negative counts as parsed)
-    rewards = np.array(
-        [[r[f"{kind}_reward"] if r[kind] is not None else np.nan for kind in TARGET] for r in records], dtype=float
-    ).reshape(n, 2)
+    # format set aside: the reward, r2 and P(target) of the parsed responses (a mined negative counts as parsed)
+
+    def parsed_values(field: str) -> np.ndarray:
+        values = [[r[f"{kind}_{field}"] if r[kind] is not None else np.nan for kind in TARGET] for r in records]
+        return np.array(values, dtype=float).reshape(n, 2)
+
     p_target = np.array(
         [[(r.get(f"{kind}_probs") or [np.nan] * 3)[t] for kind, t in TARGET.items()] for r in records], dtype=float
     ).reshape(n, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the mean of no parsed response is NaN, as meant
-        out["reward_parsed"] = np.nanmean(rewards, axis=1)
+        out["reward_parsed"] = np.nanmean(parsed_values("reward"), axis=1)
+        out["r2_parsed"] = np.nanmean(parsed_values("r2"), axis=1)
         out["p_target_parsed"] = np.nanmean(p_target, axis=1)
     return out
 

@@ -154,16 +154,22 @@ class PolicyTrainer:
         device = self.model.device  # drawn on the CPU (the seeded generator), used where the rollout lives
         return [list(shuffled_rows().to(device).split(self.config.minibatch_size)) for _ in range(self.config.epochs)]
 
-    def sample(self, prompts: Sequence[str], groups: Sequence[Hashable]) -> Samples:
-        return sample(self.model, self.tokenizer, prompts, self.generation, groups=groups)
+    def sample(
+        self, prompts: Sequence[str], groups: Sequence[Hashable], limits: Sequence[int] | None = None
+    ) -> Samples:
+        return sample(self.model, self.tokenizer, prompts, self.generation, groups=groups, limits=limits)
 
     # ----- one step ------------------------------------------------------------------------------
     def collect(
-        self, prompts: Sequence[str], groups: Sequence[Hashable], reward_fn: RewardFn
+        self,
+        prompts: Sequence[str],
+        groups: Sequence[Hashable],
+        reward_fn: RewardFn,
+        limits: Sequence[int] | None = None,
     ) -> tuple[Rollout, dict, dict]:
         """Sample, score, and compute pi_old (and V_old) over the first epoch's minibatches and pi_ref."""
         timings: dict = {}
-        samples = self.timed(timings, "generation", lambda: self.sample(prompts, groups))
+        samples = self.timed(timings, "generation", lambda: self.sample(prompts, groups, limits))
         scores, reward_stats = self.timed(timings, "scoring", lambda: reward_fn(samples.texts, samples.truncated))
         minibatches = self.minibatches(len(samples.texts))
 
@@ -210,9 +216,16 @@ class PolicyTrainer:
         """The algorithm's numbers for the step's log line (after the update)."""
         return {}
 
-    def step(self, prompts: Sequence[str], groups: Sequence[Hashable], reward_fn: RewardFn) -> dict:
-        """Sample, score, and optimise; returns the numbers to log (a skipped batch says so)."""
-        rollout, reward_stats, timings = self.collect(prompts, groups, reward_fn)
+    def step(
+        self,
+        prompts: Sequence[str],
+        groups: Sequence[Hashable],
+        reward_fn: RewardFn,
+        limits: Sequence[int] | None = None,
+    ) -> dict:
+        """Sample (``limits``: each row's new-token budget), score, and optimise; returns the numbers to log (a
+        skipped batch says so)."""
+        rollout, reward_stats, timings = self.collect(prompts, groups, reward_fn, limits)
         self.advantages(rollout)
         self.step_count += 1
         stats: dict = {"step": self.step_count, **reward_stats}

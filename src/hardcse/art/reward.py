@@ -41,7 +41,8 @@ class RewardParts:
         Where the reward comes from: ``reward = reward_format + reward_r1 + reward_r2`` exactly, with
         ``reward_format`` the invalid penalties' share (sum over rejected responses / n), ``reward_r1`` =
         w1 * sum of r1 over parsed responses / n and ``reward_r2`` likewise; ``reward_parsed`` is the mean reward
-        of the parsed responses alone (what the policy earns for meaning, format set aside)."""
+        of the parsed responses alone (what the policy earns for meaning, format set aside). ``reward_std`` and
+        ``reward_parsed_std``: the spread the policy can learn from, over all responses and the parsed ones."""
 
         def mean(x: np.ndarray) -> float | None:
             return float(np.nanmean(x)) if np.isfinite(x).any() else None
@@ -58,6 +59,8 @@ class RewardParts:
             "reward_r1": float(w1 * np.nansum(self.r1[self.valid]) / n),
             "reward_r2": float(w2 * np.nansum(self.r2[self.valid]) / n),
             "reward_parsed": mean(np.where(self.valid, self.reward, np.nan)),
+            "reward_std": float(self.reward.std()),
+            "reward_parsed_std": float(self.reward[self.valid].std()) if self.valid.any() else None,
         }
 
 

@@ -23,6 +23,7 @@ from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig, Tune
 from hardcse.art.generator.parsing import Parsed, parse_response
 from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import row_seed
+from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.mining import mine_negatives
 from hardcse.art.reward import DualReward, RewardParts
@@ -110,7 +111,8 @@ def synthesize(
         prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
         # each (anchor, kind) draws from its own stream: the text does not depend on the batching (module doc)
         seeds = [row_seed(generation.seed, kind, anchor) for kind, anchor in zip(kinds, pair_anchors, strict=True)]
-        samples = generator.generate(prompts, groups=kinds, row_seeds=seeds)
+        limits = token_limits(tokenizer, pair_anchors, generation)
+        samples = generator.generate(prompts, groups=kinds, row_seeds=seeds, limits=limits)
         tokens += samples.tokens
         parsed = [
             parse_response(t, a, truncated=c)

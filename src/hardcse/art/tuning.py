@@ -23,6 +23,7 @@ from hardcse.art.config import RLConfig, TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
+from hardcse.art.generator.stopping import token_limits
 from hardcse.art.grpo import GRPOTrainer
 from hardcse.art.plots import RL_CURVES_PNG, RL_LOG, plot_rl_log
 from hardcse.art.policy import PolicyTrainer, RewardFn, saved_state_exists
@@ -123,7 +124,8 @@ def tune_generator(
             anchors, kinds, groups = anchors[share], kinds[share], groups[share]
             prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
             torch.manual_seed(rl.seed + step + RANK_SEED_STRIDE * rank())  # a resumed step samples the same way
-            stats = mean_over_ranks(trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds)))
+            limits = token_limits(tokenizer, anchors, config.generator)
+            stats = mean_over_ranks(trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds), limits))
             if is_main():
                 with log_path.open("a", encoding="utf-8") as fh:
                     append_jsonl(fh, stats)

@@ -201,7 +201,7 @@ def export_generator(source: str, config: GeneratorConfig) -> Path:
 class OpenVINOGenerator:
     """Samples responses for token-id prompts with GenAI's ContinuousBatchingPipeline."""
 
-    def __init__(self, folder: Path, eos_ids: Sequence[int], config: GeneratorConfig) -> None:
+    def __init__(self, folder: Path, eos_ids: Sequence[int], stop_ids: Sequence[int], config: GeneratorConfig) -> None:
         import openvino_genai as genai
 
         scheduler = genai.SchedulerConfig()
@@ -213,14 +213,14 @@ class OpenVINOGenerator:
         if config.dtype == "float32":
             properties["KV_CACHE_PRECISION"] = "f32"
         self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
-        self.eos_ids, self.config = sorted(eos_ids), config
+        self.eos_ids, self.stop_ids, self.config = sorted(eos_ids), sorted(stop_ids), config
 
-    def _generation_config(self, seed: int) -> Any:
+    def _generation_config(self, seed: int, max_new_tokens: int) -> Any:
         import openvino_genai as genai
 
         c = genai.GenerationConfig()
-        c.max_new_tokens = self.config.max_new_tokens
-        c.stop_token_ids = set(self.eos_ids)
+        c.max_new_tokens = max_new_tokens
+        c.stop_token_ids = set(self.stop_ids)  # the end-of-sequence tokens, and line breaks under stop: line
         if self.eos_ids:
             c.eos_token_id = self.eos_ids[0]
         c.do_sample = self.config.top_k != 1  # top_k 1 is greedy, as in the PyTorch sampler
@@ -232,14 +232,17 @@ class OpenVINOGenerator:
             c.rng_seed = seed
         return c
 
-    def generate(self, prompt_ids: Sequence[Sequence[int]], seed: int) -> list[tuple[list[int], bool]]:
-        """Per prompt, the written token ids (the end-of-sequence token included when written) and whether the
-        row stopped at ``max_new_tokens``."""
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], seed: int, limits: Sequence[int] | None = None
+    ) -> list[tuple[list[int], bool]]:
+        """Per prompt, the written token ids (the stop token included when written) and whether the row spent its
+        budget (``limits``, default ``max_new_tokens``) without a stop token."""
         import openvino as ov
         import openvino_genai as genai
 
         inputs = [ov.Tensor(np.asarray([ids], dtype=np.int64)) for ids in prompt_ids]
-        results = self.pipeline.generate(inputs, [self._generation_config(seed)] * len(inputs))
+        limits = limits if limits is not None else [self.config.max_new_tokens] * len(inputs)
+        results = self.pipeline.generate(inputs, [self._generation_config(seed, n) for n in limits])
         out = []
         for result in results:
             ids = list(result.m_generation_ids[0])

@@ -2,10 +2,11 @@
 
 A hand-written decoding loop rather than ``generate``: it continues from the prefix cache of
 :mod:`hardcse.art.generator.prefix`, computes the LM head only at the last position, and drops a row from the
-batch (and its cache) as soon as it has written its end-of-sequence token, so a batch costs what its rows
-write, not what its longest row writes. Sampling is softmax(logits / temperature) with optional top-k and
-top-p (transformers' logits warpers). Log-probs for RL are not taken here: the trainer recomputes them with
-the same forward it trains with, so the PPO ratio is exactly 1 before the first update.
+batch (and its cache) as soon as it has written a stop token or spent its token budget
+(:mod:`hardcse.art.generator.stopping`), so a batch costs what its rows write, not what its longest row writes.
+Sampling is softmax(logits / temperature) with optional top-k and top-p (transformers' logits warpers). Log-probs
+for RL are not taken here: the trainer recomputes them with the same forward it trains with, so the PPO ratio is
+exactly 1 before the first update.
 
 Random streams: by default the draws come from torch's global generator (RL: a step's rollouts). With
 ``row_seeds`` each row draws its t-th token from its own stream (``row_seed``: the run seed and the row's key,
@@ -26,6 +27,7 @@ from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsW
 
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.prefix import PromptBatch, encode_prompts, positions, prefix_cache, rows_cache
+from hardcse.art.generator.stopping import stop_ids
 
 
 @dataclass
@@ -45,13 +47,6 @@ class Samples:
             [self.texts[i] for i in idx],
             [self.truncated[i] for i in idx],
         )
-
-
-def response_mask(response_ids: torch.Tensor, eos_ids: Sequence[int]) -> torch.Tensor:
-    """1 for every token up to and including the first end-of-sequence token, 0 after it."""
-    is_eos = torch.isin(response_ids, torch.tensor(list(eos_ids), device=response_ids.device))
-    after_eos = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
-    return (~after_eos).float()
 
 
 def _eos_ids(eos: int | list[int] | None, tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -113,17 +108,22 @@ def sample(
     config: GeneratorConfig,
     groups: Sequence[Hashable] | None = None,
     row_seeds: Sequence[int] | None = None,
+    limits: Sequence[int] | None = None,
 ) -> Samples:
     """Sample one response per prompt. ``groups``: prompts with the same key share a prefix (default: all);
-    ``row_seeds``: a random stream per prompt (:func:`row_seed`; default: torch's global generator)."""
-    if row_seeds is not None and len(row_seeds) != len(prompts):
-        raise ValueError(f"{len(row_seeds)} row seeds for {len(prompts)} prompts")
+    ``row_seeds``: a random stream per prompt (:func:`row_seed`; default: torch's global generator); ``limits``:
+    each row's new-token budget (:func:`hardcse.art.generator.stopping.token_limits`; default: max_new_tokens).
+    A row ends at a stop token (:func:`hardcse.art.generator.stopping.stop_ids`), included in its response."""
+    for name, values in (("row seeds", row_seeds), ("limits", limits)):
+        if values is not None and len(values) != len(prompts):
+            raise ValueError(f"{len(values)} {name} for {len(prompts)} prompts")
+    limits = list(limits) if limits is not None else [config.max_new_tokens] * len(prompts)
     was_training = model.training
     model.eval()  # no dropout: the trainer's forwards run in eval mode too
     try:
-        uniforms = None if row_seeds is None else _row_uniforms(row_seeds, config.max_new_tokens)
+        uniforms = None if row_seeds is None else _row_uniforms(row_seeds, max(limits, default=0))
         batch = encode_prompts(tokenizer, prompts, groups).to(model.device)
-        return _sample(model, tokenizer, batch, config, uniforms)
+        return _sample(model, tokenizer, batch, config, uniforms, limits)
     finally:
         model.train(was_training)
 
@@ -134,19 +134,24 @@ def _sample(
     batch: PromptBatch,
     config: GeneratorConfig,
     uniforms: torch.Tensor | None,
+    limits: list[int],
 ) -> Samples:
     decoder, head = decoder_and_head(model)
     device, n = batch.suffix_ids.device, len(batch)  # every tensor below lives where the model does
-    eos = torch.tensor(eos_token_ids(model, tokenizer), device=device)
+    stop = torch.tensor(stop_ids(tokenizer, eos_token_ids(model, tokenizer), config), device=device)
+    budget = torch.tensor(limits, dtype=torch.long, device=device)
     cache = rows_cache(prefix_cache(decoder, batch), batch.group)
     attention = torch.cat([batch.prefix_mask[batch.group], batch.suffix_mask], dim=1)
     input_ids, position_ids = batch.suffix_ids, positions(attention)[:, -batch.suffix_ids.shape[1] :]
     alive = torch.arange(n, device=device)
-    written = torch.full((n, config.max_new_tokens), tokenizer.pad_token_id, dtype=torch.long, device=device)
-    ended = torch.zeros(n, dtype=torch.bool, device=device)
+    steps = max(limits, default=0)
+    written = torch.full((n, steps), tokenizer.pad_token_id, dtype=torch.long, device=device)
+    lengths = torch.zeros(n, dtype=torch.long, device=device)  # tokens each row wrote, its stop token included
+    ended = torch.zeros(n, dtype=torch.bool, device=device)  # the row wrote a stop token (not cut off)
     uniforms = None if uniforms is None else uniforms.to(device)
-    length = 0
-    for t in range(config.max_new_tokens):
+    for t in range(steps):
+        if len(alive) == 0:
+            break
         hidden = decoder(
             input_ids=input_ids,
             attention_mask=attention,
@@ -156,19 +161,19 @@ def _sample(
         ).last_hidden_state[:, -1]
         token = _draw(head(hidden).float(), config, None if uniforms is None else uniforms[alive, t])
         written[alive, t] = token
-        length = t + 1
-        stop = torch.isin(token, eos)
-        ended[alive[stop]] = True
-        if stop.all():
-            break
-        if stop.any():  # finished rows leave the batch and its cache
-            keep = (~stop).nonzero().squeeze(1)
-            cache.batch_select_indices(keep)
+        lengths[alive] = t + 1
+        stopped = torch.isin(token, stop)
+        ended[alive[stopped]] = True
+        leaving = stopped | (budget[alive] <= t + 1)  # a stop token, or the row's budget is spent
+        if leaving.any():  # finished rows leave the batch and its cache
+            keep = (~leaving).nonzero().squeeze(1)
+            if len(keep):
+                cache.batch_select_indices(keep)
             alive, token, attention, position_ids = alive[keep], token[keep], attention[keep], position_ids[keep]
         attention = torch.cat([attention, torch.ones_like(token).unsqueeze(1)], dim=1)
         input_ids, position_ids = token.unsqueeze(1), position_ids[:, -1:] + 1
-    response_ids = written[:, :length]
-    mask = response_mask(response_ids, eos.tolist())
+    response_ids = written[:, : int(lengths.max()) if n else 0]
+    mask = (torch.arange(response_ids.shape[1], device=device).unsqueeze(0) < lengths.unsqueeze(1)).float()
     texts = tokenizer.batch_decode(
         response_ids * mask.long() + tokenizer.pad_token_id * (1 - mask.long()), skip_special_tokens=True
     )
