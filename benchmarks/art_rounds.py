@@ -9,8 +9,13 @@ Trains the two NLI models first when their folders are missing (`hardcse nli tra
 writes benchmarks/results/art_rounds.md: one `art compare` table with each run's avg7 against its round 0 and
 against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, and every
 run's report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
-Every run is resumable: kill the script and start it again. `--seeds` (default 42, the configs' own) runs each
-config once per seed, every `seed` key of the config set to it (runs/NAME for 42, runs/NAME-seed-S otherwise);
+Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
+repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
+round's eval.json with per-pair cosines, held-out comparison, synthesis, measures, training, kept triplets and RL
+log; no weights, no full generations), so evidence outlives a session: a plain run skips what is recorded, and
+``--skip-runs`` rebuilds every table, report and plot from the records alone. `--seeds` (default 42, the
+configs' own) runs each config once per seed, every `seed` key of the config set to it (runs/NAME for 42,
+runs/NAME-seed-S otherwise);
 with more than one seed the file adds a `hardcse compare` table: each setting as mean ± sd over its seeds and its
 paired bootstrap interval against the raw-LLM baseline (test pairs and seeds resampled).
 """
@@ -44,6 +49,45 @@ RUNS = {
 NLI_MODELS = {"nli-minilm": [], "nli-judge": ["--config", "configs/nli-judge.yaml"]}
 
 
+RECORDS = RESULTS / "art_rounds" / "records"
+# what a record keeps of a run folder: what the report and the tables read, no weights, no full generations
+RECORD_FILES = (
+    "config.yaml",
+    "manifest.json",
+    "run.log",
+    "discriminator/training.json",
+    "round_*/eval.json",
+    "round_*/heldout.json",
+    "round_*/synthesis.json",
+    "round_*/measures.json",
+    "round_*/training.json",
+    "round_*/triplets.csv",
+    "round_*/generator/rl_log.jsonl",
+)
+
+
+def record_dir(name: str, seed: int) -> Path:
+    return RECORDS / f"{name}-seed-{seed}"
+
+
+def is_finished(folder: Path) -> bool:
+    manifest = folder / "manifest.json"
+    return manifest.is_file() and bool(json.loads(manifest.read_text())["runs"][-1].get("finished"))
+
+
+def write_record(run_dir: Path, record: Path) -> None:
+    """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place)."""
+    partial = record.with_name(record.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for pattern in RECORD_FILES:
+        for path in sorted(run_dir.glob(pattern)):
+            target = partial / path.relative_to(run_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    shutil.rmtree(record, ignore_errors=True)
+    partial.rename(record)
+
+
 def minutes(run_dir: Path) -> float:
     stages = json.loads((run_dir / "manifest.json").read_text())["stages"]
     return sum(s.get("seconds", 0.0) for s in stages.values()) / 60
@@ -64,14 +108,18 @@ def main() -> None:
                 resume = ["--resume"] if (runs_dir / name / "config.yaml").is_file() else []
                 run(["nli", "train", *extra, "--out", str(runs_dir / name), *resume])
         for name, seed in names:
+            if is_finished(record_dir(name, seed)):
+                print(f"recorded: {record_dir(name, seed)}", flush=True)
+                continue
             folder = run_folder(runs_dir, name, seed)
             resume = ["--resume"] if (folder / "config.yaml").is_file() else []
             run(["art", "run", "--config", RUNS[name], "--out", str(folder), *resume, *seed_overrides(name, seed)])
-    folders = [run_folder(runs_dir, *n) for n in names]
-    folders = [f for f in folders if (f / "round_0" / "eval.json").is_file()]
+            write_record(folder, record_dir(name, seed))
+    # the tables read the records (a run folder is recorded when it finishes): every finished run, any session
+    folders = [record_dir(*n) for n in names if is_finished(record_dir(*n))]
     if not folders:
-        sys.exit("error: no run folder with an evaluated round 0 yet; run without --skip-runs first")
-    baseline = runs_dir / BASELINE if (runs_dir / BASELINE / "round_1" / "eval.json").is_file() else None
+        sys.exit(f"error: no finished run recorded in {RECORDS} yet; run without --skip-runs first")
+    baseline = next((f for f in folders if f.name.startswith(f"{BASELINE}-seed-")), None)
     plots = RESULTS / "art_rounds"
     plots.mkdir(parents=True, exist_ok=True)
     lines = [
