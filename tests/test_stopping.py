@@ -106,3 +106,29 @@ def test_openvino_stops_where_torch_stops(tiny_lm_dir, lm, tmp_path, monkeypatch
     expected = TextGenerator(str(tiny_lm_dir), line, "torch").generate(PROMPTS, limits=limits)
     got = TextGenerator(str(tiny_lm_dir), line, "openvino").generate(PROMPTS, limits=limits)
     assert got == expected and expected.tokens < int(greedy.response_mask.sum())
+
+
+def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_lm_dir, tmp_path, monkeypatch):
+    from hardcse.art.generator import sampling
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    first = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)
+    assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
+    TextGenerator(str(tiny_lm_dir), SAMPLED, "torch").generate(PROMPTS, row_seeds=SEEDS)  # no cache: nothing kept
+    assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
+
+    def no_sampling(*_args, **_kwargs):
+        raise AssertionError("generated again")
+
+    monkeypatch.setattr(sampling, "sample", no_sampling)
+    again = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)
+    assert again == first
+    for changed in (
+        lambda g: g.generate(PROMPTS, row_seeds=[s + 1 for s in SEEDS]),  # other seeds
+        lambda g: g.generate(PROMPTS, row_seeds=SEEDS, limits=[3] * len(PROMPTS)),  # other budgets
+        lambda g: TextGenerator(
+            str(tiny_lm_dir), dataclasses.replace(SAMPLED, sampling_temperature=0.5), "torch", cache=True
+        ).generate(PROMPTS, row_seeds=SEEDS),
+    ):
+        with pytest.raises(AssertionError, match="generated again"):
+            changed(TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True))

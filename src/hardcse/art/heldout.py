@@ -140,9 +140,10 @@ def held_out_comparison(
     n_anchors: int,
 ) -> dict:
     """The raw (``config.generator.model``) and the tuned generator write for the first ``n_anchors`` held-out
-    anchors at the synthesis temperature, scored by the reward of the round (``reward_encoder`` judged
-    difficulty during tuning), judged by ``config.judge`` and measured by the starting encoder. Both sides'
-    records go to ``work_dir/{raw,tuned}/``; returns :func:`compare`'s result."""
+    anchors at the synthesis temperature (the raw one's texts cached: written once per machine and set-up), scored
+    by the reward of the round (``reward_encoder`` judged difficulty during tuning), judged by ``config.judge`` and
+    measured by the starting encoder. Both sides' records go to ``work_dir/{raw,tuned}/``; returns
+    :func:`compare`'s result."""
     anchors = split_anchors(config.anchors).held_out[:n_anchors]
     reward = DualReward(discriminator, reward_encoder, config.reward)
     generation = config.generator
@@ -150,7 +151,18 @@ def held_out_comparison(
         generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
     records = {}
     for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
-        synthesize(source, anchors, generation, reward, config.filter, work_dir / side, engine=config.engine)
+        # the raw generator's texts are the same every round and run: generated once, then read from the cache
+        cached = side == "raw"
+        synthesize(
+            source,
+            anchors,
+            generation,
+            reward,
+            config.filter,
+            work_dir / side,
+            engine=config.engine,
+            cache_generations=cached,
+        )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     result = compare(

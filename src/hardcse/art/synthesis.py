@@ -82,16 +82,18 @@ def synthesize(
     mining: MiningConfig | None = None,
     decontamination: DecontaminationConfig | None = None,
     engine: str = "auto",
+    cache_generations: bool = False,
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
     corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`).
     A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
     default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
-    where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc)."""
+    where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc);
+    ``cache_generations``: reuse the texts of an identical earlier generation (hardcse/art/generator/texts.py)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    generator = TextGenerator(generator_source, generation, engine)
+    generator = TextGenerator(generator_source, generation, engine, cache=cache_generations)
     tokenizer = generator.tokenizer
     written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
     tokens = 0

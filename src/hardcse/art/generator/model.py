@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -19,6 +20,7 @@ from hardcse.errors import loading
 from hardcse.resources import resolve_model
 
 GENERATOR_FILE = "generator.json"
+HASHED_BYTES = 64 << 20  # files up to this size are keyed by their bytes, larger ones by name, size and mtime
 
 
 def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
@@ -45,6 +47,25 @@ def base_model_source(source: str) -> str:
     if is_generator_folder(source):
         return json.loads((Path(source) / GENERATOR_FILE).read_text())["base_model"]
     return source
+
+
+def _files_key(folder: Path, digest: Any) -> None:
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0".encode())
+        if stat.st_size > HASHED_BYTES:
+            digest.update(str(stat.st_mtime_ns).encode())
+            continue
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+
+
+def source_digest(source: str, digest: Any) -> None:
+    """Feed ``digest`` with the files of ``source``: the base model's, and a generator folder's adapter files."""
+    _files_key(resolve_model(base_model_source(source)), digest)
+    if is_generator_folder(source):
+        _files_key(Path(source), digest)
 
 
 def load_generator(

@@ -43,37 +43,21 @@ import torch
 from hardcse.art.config import GeneratorConfig
 from hardcse.engines import openvino_precision, quiet_tracing
 from hardcse.paths import cache_dir
-from hardcse.resources import resolve_model
 
 log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
-HASHED_BYTES = 64 << 20  # files up to this size are keyed by their bytes, larger ones by name, size and mtime
-
-
-def _files_key(folder: Path, digest: Any) -> None:
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0".encode())
-        if stat.st_size > HASHED_BYTES:
-            digest.update(str(stat.st_mtime_ns).encode())
-            continue
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
 
 
 def export_key(source: str, weights: str = "float") -> str:
     """The cache key of ``source``'s export (a model source or a generator folder) with ``weights``."""
     import openvino
 
-    from hardcse.art.generator.model import base_model_source, is_generator_folder
+    from hardcse.art.generator.model import source_digest
 
     digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0openvino {openvino.get_version()}\0{weights}\0".encode())
-    _files_key(resolve_model(base_model_source(source)), digest)
-    if is_generator_folder(source):
-        _files_key(Path(source), digest)
+    source_digest(source, digest)
     return digest.hexdigest()[:24]
 
 

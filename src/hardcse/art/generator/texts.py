@@ -1,21 +1,32 @@
 """Texts from the generator where nothing trains (synthesis, ``art generate``, the held-out comparison, the raw-LLM
 baseline), in the engine the config picks: PyTorch (:mod:`hardcse.art.generator.sampling`) or OpenVINO GenAI
 (:mod:`hardcse.art.generator.openvino`). RL rollouts stay in PyTorch: the policy changes every update, and
-their log-probabilities come from the same forward the trainer differentiates."""
+their log-probabilities come from the same forward the trainer differentiates.
+
+With ``cache`` a call's texts are kept in ``<cache>/generations/`` under a key of everything they depend on
+(the model's files, the engine and device, the generator config, the prompts, row seeds and budgets), and the
+same call later reads them back instead of generating: the raw generator's held-out texts are written once per
+machine and reused by every round and run (their rewards are computed again, by each round's reward)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer
-from hardcse.devices import resolve_device
+from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer, source_digest
+from hardcse.atomic import write_text_atomic
+from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.engines import resolve_engine
+from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
+
+CACHE_FORMAT = 1  # bump when a change to generation changes what a call writes: older cached texts are unused
 
 
 @dataclass
@@ -28,9 +39,17 @@ class GeneratedTexts:
 class TextGenerator:
     """Loads the generator once in the chosen engine; ``generate`` writes one response per prompt."""
 
-    def __init__(self, source: str, config: GeneratorConfig, engine: str = "auto") -> None:
+    def __init__(self, source: str, config: GeneratorConfig, engine: str = "auto", cache: bool = False) -> None:
         self.config = config
-        self.engine = resolve_engine(engine, resolve_device(config.device, "generator.device"))
+        device = resolve_device(config.device, "generator.device")
+        self.engine = resolve_engine(engine, device)
+        self._cache_key = None
+        if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets
+            header = f"format {CACHE_FORMAT}\0{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0"
+            digest = hashlib.sha256(header.encode())
+            digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
+            source_digest(source, digest)
+            self._cache_key = digest
         if self.engine == "openvino":
             from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
             from hardcse.art.generator.sampling import generation_eos_ids
@@ -55,12 +74,24 @@ class TextGenerator:
         ``row_seeds``: the rows' random streams (PyTorch: one per row; OpenVINO: one per call, seeded from all);
         ``limits``: each row's new-token budget (default: ``max_new_tokens``). Both engines stop a row at the same
         tokens (:mod:`hardcse.art.generator.stopping`)."""
+        cached = None
+        if self._cache_key is not None:
+            digest = self._cache_key.copy()
+            rows = [list(prompts), row_seeds, limits, None if groups is None else [str(g) for g in groups]]
+            digest.update(json.dumps(rows).encode())
+            cached = cache_dir() / "generations" / f"{digest.hexdigest()[:32]}.json"
+            if cached.is_file():
+                return GeneratedTexts(**json.loads(cached.read_text(encoding="utf-8")))
         if self.engine == "openvino":
-            return self._generate_openvino(prompts, row_seeds, limits)
-        from hardcse.art.generator.sampling import sample
+            out = self._generate_openvino(prompts, row_seeds, limits)
+        else:
+            from hardcse.art.generator.sampling import sample
 
-        samples = sample(self.model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
-        return GeneratedTexts(samples.texts, samples.truncated, int(samples.response_mask.sum()))
+            samples = sample(self.model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
+            out = GeneratedTexts(samples.texts, samples.truncated, int(samples.response_mask.sum()))
+        if cached is not None:
+            write_text_atomic(cached, json.dumps(dataclasses.asdict(out)))
+        return out
 
     def _generate_openvino(
         self, prompts: Sequence[str], row_seeds: Sequence[int] | None, limits: Sequence[int] | None
