@@ -3,8 +3,10 @@ the mined-negative baseline and the three ablations, all on the same anchors, re
 
     python benchmarks/art_rounds.py [--runs-dir runs] [--only NAME ...] [--seeds 42 ...] [--skip-runs]
 
-Trains the two NLI models first when their folders are missing (`hardcse nli train --out runs/nli-minilm`,
-`hardcse nli train --config configs/nli-judge.yaml --out runs/nli-judge`), then runs (or resumes, or with
+Trains the two NLI models first, once per machine (`hardcse nli train --out CACHE/nli/nli-minilm-KEY`,
+`hardcse nli train --config configs/nli-judge.yaml --out CACHE/nli/nli-judge-KEY`, KEY a hash of the training
+config, the NLI data and the base model: the same inputs find the same model again) and links runs/nli-minilm and
+runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or with
 --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
 writes benchmarks/results/art_rounds.md: one `art compare` table with each run's avg7 against its round 0 and
 against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, and every
@@ -46,7 +48,35 @@ RUNS = {
         "ablation-one-round",
     )
 }
-NLI_MODELS = {"nli-minilm": [], "nli-judge": ["--config", "configs/nli-judge.yaml"]}
+NLI_MODELS = {"nli-minilm": None, "nli-judge": "configs/nli-judge.yaml"}
+
+
+def nli_model(runs_dir: Path, name: str, config: str | None) -> None:
+    """``runs_dir/name``: the NLI model of ``config`` trained once per machine in the cache, linked here."""
+    import dataclasses
+    import hashlib
+
+    from hardcse.discriminator.train import NLITrainConfig
+    from hardcse.fingerprint import files_digest
+    from hardcse.paths import cache_dir, data_dir
+    from hardcse.resources import resolve_model
+
+    loaded = load_config(NLITrainConfig, config)
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(loaded), sort_keys=True).encode())
+    files_digest(data_dir() / "nli", digest)
+    files_digest(resolve_model(loaded.base_model), digest)
+    target = cache_dir() / "nli" / f"{name}-{digest.hexdigest()[:16]}"
+    if not (target / "model").is_dir():
+        resume = ["--resume"] if (target / "config.yaml").is_file() else []
+        run(["nli", "train", *(["--config", config] if config else []), "--out", str(target), *resume])
+    link = runs_dir / name
+    if link.is_symlink():
+        link.unlink()
+    if link.exists():
+        print(f"{link}: a folder of its own, used as it is (the cached model is {target})", flush=True)
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target.resolve(), target_is_directory=True)
 
 
 RECORDS = RESULTS / "art_rounds" / "records"
@@ -103,10 +133,8 @@ def main() -> None:
     runs_dir = Path(args.runs_dir)
     names = [(name, seed) for seed in args.seeds for name in args.only or list(RUNS)]
     if not args.skip_runs:
-        for name, extra in NLI_MODELS.items():
-            if not (runs_dir / name / "model").is_dir():
-                resume = ["--resume"] if (runs_dir / name / "config.yaml").is_file() else []
-                run(["nli", "train", *extra, "--out", str(runs_dir / name), *resume])
+        for name, config in NLI_MODELS.items():
+            nli_model(runs_dir, name, config)
         for name, seed in names:
             if is_finished(record_dir(name, seed)):
                 print(f"recorded: {record_dir(name, seed)}", flush=True)

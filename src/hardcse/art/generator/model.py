@@ -17,10 +17,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from hardcse.art.config import GeneratorConfig
 from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.errors import loading
+from hardcse.fingerprint import files_digest
 from hardcse.resources import resolve_model
 
 GENERATOR_FILE = "generator.json"
-HASHED_BYTES = 64 << 20  # files up to this size are keyed by their bytes, larger ones by name, size and mtime
 
 
 def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
@@ -49,23 +49,11 @@ def base_model_source(source: str) -> str:
     return source
 
 
-def _files_key(folder: Path, digest: Any) -> None:
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0".encode())
-        if stat.st_size > HASHED_BYTES:
-            digest.update(str(stat.st_mtime_ns).encode())
-            continue
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-
-
 def source_digest(source: str, digest: Any) -> None:
     """Feed ``digest`` with the files of ``source``: the base model's, and a generator folder's adapter files."""
-    _files_key(resolve_model(base_model_source(source)), digest)
+    files_digest(resolve_model(base_model_source(source)), digest)
     if is_generator_folder(source):
-        _files_key(Path(source), digest)
+        files_digest(Path(source), digest)
 
 
 def load_generator(
