@@ -32,7 +32,7 @@ CACHE_FORMAT = 1  # bump when a change to generation changes what a call writes:
 @dataclass
 class GeneratedTexts:
     texts: list[str]
-    truncated: list[bool]  # the row reached max_new_tokens without an end-of-sequence token
+    truncated: list[bool]  # the row spent its token budget without a stop token (cut off)
     tokens: int  # tokens written, end-of-sequence tokens included
 
 
@@ -46,6 +46,10 @@ class TextGenerator:
         self._cache_key = None
         if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets
             header = f"format {CACHE_FORMAT}\0{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0"
+            if self.engine == "openvino":
+                import openvino
+
+                header += f"openvino {openvino.get_version()}\0"
             digest = hashlib.sha256(header.encode())
             digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
             source_digest(source, digest)
