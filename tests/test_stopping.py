@@ -121,8 +121,9 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
         raise AssertionError("generated again")
 
     monkeypatch.setattr(sampling, "sample", no_sampling)
-    again = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)
-    assert again == first
+    reader = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True)
+    assert reader.generate(PROMPTS, row_seeds=SEEDS) == first
+    assert "_model" not in vars(reader)  # every call read from the cache: the model was never loaded
     for changed in (
         lambda g: g.generate(PROMPTS, row_seeds=[s + 1 for s in SEEDS]),  # other seeds
         lambda g: g.generate(PROMPTS, row_seeds=SEEDS, limits=[3] * len(PROMPTS)),  # other budgets

@@ -152,7 +152,6 @@ def held_out_comparison(
     records = {}
     for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
         # the raw generator's texts are the same every round and run: generated once, then read from the cache
-        cached = side == "raw"
         synthesize(
             source,
             anchors,
@@ -161,7 +160,7 @@ def held_out_comparison(
             config.filter,
             work_dir / side,
             engine=config.engine,
-            cache_generations=cached,
+            cache_generations=side == "raw",
         )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None

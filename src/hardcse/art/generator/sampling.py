@@ -121,8 +121,8 @@ def sample(
     was_training = model.training
     model.eval()  # no dropout: the trainer's forwards run in eval mode too
     try:
-        uniforms = None if row_seeds is None else _row_uniforms(row_seeds, max(limits, default=0))
-        batch = encode_prompts(tokenizer, prompts, groups).to(model.device)
+        batch = encode_prompts(tokenizer, prompts, groups).to(model.device)  # no prompts: refused here
+        uniforms = None if row_seeds is None else _row_uniforms(row_seeds, max(limits))
         return _sample(model, tokenizer, batch, config, uniforms, limits)
     finally:
         model.train(was_training)
@@ -144,7 +144,7 @@ def _sample(
     attention = torch.cat([batch.prefix_mask[batch.group], batch.suffix_mask], dim=1)
     input_ids, position_ids = batch.suffix_ids, positions(attention)[:, -batch.suffix_ids.shape[1] :]
     alive = torch.arange(n, device=device)
-    steps = max(limits, default=0)
+    steps = max(limits)
     written = torch.full((n, steps), tokenizer.pad_token_id, dtype=torch.long, device=device)
     lengths = torch.zeros(n, dtype=torch.long, device=device)  # tokens each row wrote, its stop token included
     ended = torch.zeros(n, dtype=torch.bool, device=device)  # the row wrote a stop token (not cut off)
@@ -172,7 +172,7 @@ def _sample(
             alive, token, attention, position_ids = alive[keep], token[keep], attention[keep], position_ids[keep]
         attention = torch.cat([attention, torch.ones_like(token).unsqueeze(1)], dim=1)
         input_ids, position_ids = token.unsqueeze(1), position_ids[:, -1:] + 1
-    response_ids = written[:, : int(lengths.max()) if n else 0]
+    response_ids = written[:, : int(lengths.max())]
     mask = (torch.arange(response_ids.shape[1], device=device).unsqueeze(0) < lengths.unsqueeze(1)).float()
     texts = tokenizer.batch_decode(
         response_ids * mask.long() + tokenizer.pad_token_id * (1 - mask.long()), skip_special_tokens=True

@@ -11,12 +11,14 @@ machine and reused by every round and run (their rewards are computed again, by 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from transformers import PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer, source_digest
@@ -25,6 +27,9 @@ from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.engines import resolve_engine
 from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
+
+if TYPE_CHECKING:
+    from hardcse.art.generator.openvino import OpenVINOGenerator
 
 CACHE_FORMAT = 1  # bump when a change to generation changes what a call writes: older cached texts are unused
 
@@ -37,12 +42,14 @@ class GeneratedTexts:
 
 
 class TextGenerator:
-    """Loads the generator once in the chosen engine; ``generate`` writes one response per prompt."""
+    """The generator in the chosen engine; ``generate`` writes one response per prompt. The tokenizer loads at once,
+    the model at the first call that is not read from the cache (so a fully cached generation loads none)."""
 
     def __init__(self, source: str, config: GeneratorConfig, engine: str = "auto", cache: bool = False) -> None:
-        self.config = config
+        self.source, self.config = source, config
         device = resolve_device(config.device, "generator.device")
         self.engine = resolve_engine(engine, device)
+        self.tokenizer: PreTrainedTokenizerBase = load_tokenizer(resolve_model(base_model_source(source)))
         self._cache_key = None
         if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets
             header = f"format {CACHE_FORMAT}\0{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0"
@@ -54,18 +61,20 @@ class TextGenerator:
             digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
             source_digest(source, digest)
             self._cache_key = digest
-        if self.engine == "openvino":
-            from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
-            from hardcse.art.generator.sampling import generation_eos_ids
-            from hardcse.art.generator.stopping import stop_ids
 
-            base = resolve_model(base_model_source(source))
-            self.tokenizer: PreTrainedTokenizerBase = load_tokenizer(base)
-            folder = export_generator(source, config)
-            eos_ids = generation_eos_ids(base, self.tokenizer)
-            self._openvino = OpenVINOGenerator(folder, eos_ids, stop_ids(self.tokenizer, eos_ids, config), config)
-        else:
-            self.model, self.tokenizer = load_generator(source, config)
+    @functools.cached_property
+    def _openvino(self) -> OpenVINOGenerator:
+        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
+        from hardcse.art.generator.sampling import generation_eos_ids
+        from hardcse.art.generator.stopping import stop_ids
+
+        folder = export_generator(self.source, self.config)
+        eos_ids = generation_eos_ids(resolve_model(base_model_source(self.source)), self.tokenizer)
+        return OpenVINOGenerator(folder, eos_ids, stop_ids(self.tokenizer, eos_ids, self.config), self.config)
+
+    @functools.cached_property
+    def _model(self) -> PreTrainedModel:
+        return load_generator(self.source, self.config)[0]
 
     def generate(
         self,
@@ -91,7 +100,7 @@ class TextGenerator:
         else:
             from hardcse.art.generator.sampling import sample
 
-            samples = sample(self.model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
+            samples = sample(self._model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
             out = GeneratedTexts(samples.texts, samples.truncated, int(samples.response_mask.sum()))
         if cached is not None:
             write_text_atomic(cached, json.dumps(dataclasses.asdict(out)))
