@@ -3,14 +3,14 @@ the mined-negative baseline and the three ablations, all on the same anchors, re
 
     python benchmarks/art_rounds.py [--runs-dir runs] [--only NAME ...] [--seeds 42 ...] [--skip-runs]
 
-Trains the two NLI models first, once per machine (`hardcse nli train --out CACHE/nli/nli-minilm-KEY`,
-`hardcse nli train --config configs/nli-judge.yaml --out CACHE/nli/nli-judge-KEY`, KEY a hash of the training
-config, the NLI data and the base model: the same inputs find the same model again) and links runs/nli-minilm and
-runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or with
---skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
+Trains the two NLI models first, once per machine (`hardcse nli train --config configs/nli-discriminator.yaml --out
+CACHE/nli/nli-minilm-KEY`, `hardcse nli train --config configs/nli-judge.yaml --out CACHE/nli/nli-judge-KEY`, KEY a
+hash of the training config, the NLI data and the base model: the same inputs find the same model again) and links
+runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or
+with --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
 writes benchmarks/results/art_rounds.md: one `art compare` table with each run's avg7 against its round 0 and
-against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, and every
-run's report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
+against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, and every run's
+report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
 Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
 repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
 round's eval.json with per-pair cosines, held-out comparison, synthesis, measures, training, kept triplets and RL
@@ -48,10 +48,10 @@ RUNS = {
         "ablation-one-round",
     )
 }
-NLI_MODELS = {"nli-minilm": None, "nli-judge": "configs/nli-judge.yaml"}
+NLI_MODELS = {"nli-minilm": "configs/nli-discriminator.yaml", "nli-judge": "configs/nli-judge.yaml"}
 
 
-def nli_model(runs_dir: Path, name: str, config: str | None) -> None:
+def nli_model(runs_dir: Path, name: str, config: str) -> None:
     """``runs_dir/name``: the NLI model of ``config`` trained once per machine in the cache, linked here."""
     import dataclasses
     import hashlib
@@ -68,7 +68,7 @@ def nli_model(runs_dir: Path, name: str, config: str | None) -> None:
     target = cache_dir() / "nli" / f"{name}-{digest.hexdigest()[:16]}"
     if not (target / "model").is_dir():
         resume = ["--resume"] if (target / "config.yaml").is_file() else []
-        run(["nli", "train", *(["--config", config] if config else []), "--out", str(target), *resume])
+        run(["nli", "train", "--config", config, "--out", str(target), *resume])
     link = runs_dir / name
     if link.is_symlink():
         link.unlink()

@@ -40,7 +40,7 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, ba
 
     from hardcse.art.anchors import split_anchors
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.reward import DualReward
+    from hardcse.art.reward import Reward
     from hardcse.art.synthesis import synthesize
     from hardcse.art.tuning import tune_generator
     from hardcse.config import load_config
@@ -64,7 +64,7 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, ba
         dtype = generator_dtype(config.generator.dtype, resolve_device(config.generator.device))
         result["generator_dtype"] = str(dtype).removeprefix("torch.")
     if algorithm == "ppo":  # synthesis does not depend on the RL algorithm: measured once per side
-        reward = DualReward(discriminator, load_encoder(config.encoder), config.reward)
+        reward = Reward(discriminator, load_encoder(config.encoder), config.reward)
         texts = split_anchors(config.anchors).held_out[:anchors]
         report = synthesize(config.generator.model, texts, config.generator, reward, config.filter, work / "synthesis")
         result |= {

@@ -78,7 +78,7 @@ def wall(argv: list[str]) -> float:
 
 def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tuple[str, str, str, int]]) -> list[dict]:
     from hardcse.art.generator.openvino import export_generator
-    from hardcse.art.reward import DualReward
+    from hardcse.art.reward import Reward
     from hardcse.art.synthesis import synthesize
     from hardcse.engines import select_engine
     from hardcse.paths import cache_dir
@@ -101,7 +101,7 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
             start = time.perf_counter()
             export_generator(generation.model, generation)
             row["export_s"] = round(time.perf_counter() - start, 1)
-        reward = DualReward(*reward_parts, config.reward)
+        reward = Reward(*reward_parts, config.reward)
         out = work / f"synth-{engine}-{dtype}-{weights}-{batch}"
         report = synthesize(generation.model, anchors, generation, reward, config.filter, out, engine=engine)
         rows.append(
@@ -203,7 +203,7 @@ def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_promp
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.texts import TextGenerator
     from hardcse.art.heldout import per_anchor
-    from hardcse.art.reward import DualReward
+    from hardcse.art.reward import Reward
     from hardcse.art.synthesis import synthesize
     from hardcse.data.jsonl import read_jsonl
     from hardcse.engines import select_engine
@@ -227,7 +227,7 @@ def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_promp
             greedy.model,
             anchors,
             config.generator,
-            DualReward(*reward_parts, config.reward),
+            Reward(*reward_parts, config.reward),
             config.filter,
             out,
             engine=engine,

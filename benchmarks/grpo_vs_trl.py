@@ -42,8 +42,8 @@ def main() -> None:
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.model import generator_dtype, load_tokenizer
     from hardcse.art.generator.prompts import render_prompts
-    from hardcse.art.reward import DualReward
-    from hardcse.art.tuning import art_reward_fn, step_prompts, tune_generator
+    from hardcse.art.reward import Reward
+    from hardcse.art.tuning import ArtScore, step_prompts, tune_generator
     from hardcse.config import load_config
     from hardcse.devices import resolve_device
     from hardcse.discriminator.nli import NLIDiscriminator
@@ -80,10 +80,10 @@ def main() -> None:
             kinds += [k[i] for i in step_rows]
             prompts += render_prompts(tokenizer, [a[i] for i in step_rows], [k[i] for i in step_rows], config.generator)
         dataset = Dataset.from_dict({"prompt": prompts, "anchor": anchors, "kind": kinds})
-        reward = DualReward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
+        reward = Reward(discriminator, load_encoder(config.encoder, config.pooling), config.reward)
 
         def trl_reward(prompts, completions, anchor, kind, **_):
-            scores, _stats = art_reward_fn(reward, list(anchor), list(kind))(list(completions), [False] * len(anchor))
+            scores, _stats = ArtScore(reward, list(anchor), list(kind))(list(completions), [False] * len(anchor))
             return [float(s) for s in scores]
 
         timer = StepTimer()  # hardcse's training job times its steps the same way

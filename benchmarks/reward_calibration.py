@@ -25,7 +25,7 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import parse_response
 from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import sample
-from hardcse.art.reward import DualReward
+from hardcse.art.reward import Reward
 from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
@@ -87,15 +87,15 @@ def main() -> None:
         texts += sample(model, tokenizer, prompts[i : i + 16], generation).texts
     gen_seconds = time.perf_counter() - start
     parsed = [parse_response(t, a) for t, a in zip(texts, anchors + anchors, strict=True)]
-    parts = DualReward(discriminator, encoder, chosen)(anchors + anchors, parsed, kinds)
+    parts = Reward(discriminator, encoder, chosen)(anchors + anchors, parsed, kinds)
     raw = {}
     for kind in ("positive", "negative"):
         rows = np.array([k == kind for k in kinds]) & parts.valid
         raw[kind] = {
             "parse_rate": float(parts.valid[np.array([k == kind for k in kinds])].mean()),
             "mean_p_target": float(parts.p_target[rows].mean()) if rows.any() else None,
-            "share_r1_positive": float((parts.r1[rows] > 0).mean()) if rows.any() else None,
-            "share_r2_positive": float((parts.r2[rows] > 0).mean()) if rows.any() else None,
+            "share_r1_positive": float((parts.terms["r1"][rows] > 0).mean()) if rows.any() else None,
+            "share_r2_positive": float((parts.terms["r2"][rows] > 0).mean()) if rows.any() else None,
             "cos_percentiles_5_50_95": np.percentile(parts.cosine[rows], [5, 50, 95]).round(3).tolist()
             if rows.any()
             else None,

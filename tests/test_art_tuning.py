@@ -7,7 +7,7 @@ import pytest
 from hardcse.art.anchors import anchors_for_step, split_anchors
 from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
 from hardcse.art.judge import judge_records, judge_table_markdown
-from hardcse.art.reward import DualReward
+from hardcse.art.reward import Reward
 from hardcse.art.synthesis import synthesize
 from hardcse.art.tuning import tune_generator, tune_run
 from hardcse.config import load_config
@@ -68,7 +68,7 @@ def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir,
     assert json.loads((second / "generator.json").read_text())["base_model"] == str(tiny_lm_dir)
 
     split = split_anchors(config.anchors)
-    reward = DualReward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), config.reward)
+    reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), config.reward)
     out = tmp_path / "synth"
     report = synthesize(str(final), split.held_out, config.generator, reward, FilterConfig(0.0, 0.0), out)
     records = read_jsonl(out / "synthetic.jsonl")
@@ -90,9 +90,7 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
 
     anchors = [f"the {s} {v} very {w}" for s in ("cat", "dog") for v in ("runs", "sleeps") for w in ("good", "bad")]
     anchors += ["a cat runs", "a dog sleeps"]
-    reward = DualReward(
-        NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward
-    )
+    reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward)
 
     def written(batch_size: int, rows: list[str], seed: int = 7) -> dict[str, tuple]:
         generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=batch_size, seed=seed)

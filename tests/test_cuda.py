@@ -16,7 +16,7 @@ from hardcse.art.config import FilterConfig, GeneratorConfig, RLConfig, TuneConf
 from hardcse.art.generator.model import load_generator
 from hardcse.art.grpo import GRPOTrainer
 from hardcse.art.ppo import PPOTrainer
-from hardcse.art.reward import DualReward
+from hardcse.art.reward import Reward
 from hardcse.art.synthesis import synthesize
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
@@ -52,7 +52,7 @@ def test_rl_steps_run_on_the_gpu_and_learn(tiny_lm_dir, algorithm):
 
 def test_synthesis_on_the_gpu_does_not_depend_on_the_batch_size(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
     config = TuneConfig(device="cuda")
-    reward = DualReward(
+    reward = Reward(
         NLIDiscriminator.load(str(tiny_nli_dir), device="cuda"),
         load_encoder(str(tiny_encoder_dir), device="cuda"),
         config.reward,

@@ -165,15 +165,13 @@ def test_a_tuned_generator_is_exported_with_its_adapter_merged(tiny_lm_dir, tmp_
 
 @openvino
 def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
-    from hardcse.art.reward import DualReward
+    from hardcse.art.reward import Reward
     from hardcse.art.synthesis import synthesize
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
 
     anchors = [f"the {s} {v} very {w}" for s in ("cat", "dog") for v in ("runs", "sleeps") for w in ("good", "bad")]
-    reward = DualReward(
-        NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward
-    )
+    reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward)
 
     def written(name: str, seed: int = 7) -> bytes:
         generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=seed)

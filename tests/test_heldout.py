@@ -21,7 +21,7 @@ class KeywordJudge:
 
 def record(anchor, positive, negative, rewards):
     """A synthetic.jsonl record; the discriminator's P(target) of a parsed response is 0.5 + its reward / 2, its
-    difficulty reward r2 a tenth of its reward."""
+    correctness reward r1 a fifth of its reward and its difficulty reward r2 a tenth."""
 
     def probs(text, reward, target):
         return None if text is None else [(0.5 + reward / 2) if i == LABEL_ID[target] else 0.0 for i in range(3)]
@@ -31,6 +31,8 @@ def record(anchor, positive, negative, rewards):
         "negative_reward": rewards[1],
         "positive_probs": probs(positive, rewards[0], "entailment"),
         "negative_probs": probs(negative, rewards[1], "contradiction"),
+        "positive_r1": None if positive is None else rewards[0] / 5,
+        "negative_r1": None if negative is None else rewards[1] / 5,
         "positive_r2": None if positive is None else rewards[0] / 10,
         "negative_r2": None if negative is None else rewards[1] / 10,
     }
@@ -61,6 +63,7 @@ def test_per_anchor_measures_by_hand(tiny_encoder):
     assert m["reward_parsed"][:2].tolist() == pytest.approx([-0.1, 0.3]) and np.isnan(m["reward_parsed"][2])
     assert m["p_target_parsed"][:2].tolist() == pytest.approx([0.45, 0.65]) and np.isnan(m["p_target_parsed"][2])
     assert m["r2_parsed"][:2].tolist() == pytest.approx([-0.01, 0.03]) and np.isnan(m["r2_parsed"][2])
+    assert m["r1_parsed"][:2].tolist() == pytest.approx([-0.02, 0.06])
 
 
 def test_compare_pairs_the_same_anchors(tiny_encoder):

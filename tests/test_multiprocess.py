@@ -179,14 +179,14 @@ def _synthesize(rank: int, world: int, init_file: str, models: tuple[str, str, s
     """One process of a sharded synthesis (world 1: the reference, without a process group)."""
     import hardcse.art.synthesis as synthesis
     from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
-    from hardcse.art.reward import DualReward
+    from hardcse.art.reward import Reward
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
 
     if world > 1:
         torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     lm, encoder, nli = models
-    reward = DualReward(NLIDiscriminator.load(nli), load_encoder(encoder), TuneConfig().reward)
+    reward = Reward(NLIDiscriminator.load(nli), load_encoder(encoder), TuneConfig().reward)
     generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=5)
     sampled = []  # the batches this rank generated
     generate = synthesis.TextGenerator.generate

@@ -42,18 +42,20 @@ def test_the_summary_splits_the_reward_into_format_r1_and_r2():
     # two parsed responses (r1, r2) = (0.2, 0.4) and (-0.1, 0.0) with w = (0.5, 0.5), one rejected at -1
     parts = RewardParts(
         reward=np.array([0.3, -0.05, -1.0]),
-        r1=np.array([0.2, -0.1, nan]),
-        r2=np.array([0.4, 0.0, nan]),
+        terms={"r1": np.array([0.2, -0.1, nan]), "r2": np.array([0.4, 0.0, nan])},
+        weights={"r1": 0.5, "r2": 0.5},
         p_target=np.array([0.51, 0.21, nan]),
         cosine=np.array([0.8, 0.9, nan]),
         valid=np.array([True, True, False]),
         probs=np.full((3, 3), nan),
-        weights=(0.5, 0.5),
     )
     s = parts.summary()
     assert s["reward_format"] == pytest.approx(-1 / 3)
     assert s["reward_r1"] == pytest.approx(0.5 * 0.1 / 3) and s["reward_r2"] == pytest.approx(0.5 * 0.4 / 3)
     assert s["reward_format"] + s["reward_r1"] + s["reward_r2"] == pytest.approx(s["reward"])
+    assert (s["r1"], s["r2"]) == pytest.approx((0.05, 0.2))  # unweighted, over parsed responses
+    # shares of |parts| = 1/3 + 1/60 + 1/15 = 5/12: format 0.8, r1 0.04, r2 0.16
+    assert (s["share_format"], s["share_r1"], s["share_r2"]) == pytest.approx((0.8, 0.04, 0.16))
     assert s["reward_parsed"] == pytest.approx(0.125) and s["p_target"] == pytest.approx(0.36)
     assert s["reward_parsed_std"] == pytest.approx(0.175)  # population std of 0.3 and -0.05
     assert s["reward_std"] == pytest.approx(np.std([0.3, -0.05, -1.0]))

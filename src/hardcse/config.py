@@ -259,9 +259,10 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     try:
         return _from_dict(cls, data, "")
     except ConfigKeyError as e:
-        item = next((v for k, v in reversed(written.items()) if _within(e.key, k)), None)
-        if item is not None:
-            raise HardcseError(f"override {item}: {e.detail}") from None
+        key, item = next(((k, v) for k, v in reversed(written.items()) if _within(e.key, k)), (None, None))
+        if item is not None:  # a key inside the override's value is named too: reward.terms=[...]: ...terms[0].fn
+            inner = f"{e.key}: " if e.key != key and e.key.startswith((f"{key}.", f"{key}[")) else ""
+            raise HardcseError(f"override {item}: {inner}{e.detail}") from None
         source = str(path) if path is not None else f"{cls.__name__} (defaults)"
         raise HardcseError(f"{source}: {e}") from None
 

@@ -6,6 +6,7 @@ extends it with the rounds, so the two never drift apart.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -17,6 +18,7 @@ from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
 from hardcse.engines import check_engine
+from hardcse.errors import HardcseError
 
 TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
 
@@ -98,10 +100,46 @@ class GeneratorConfig(Checked):
 
 
 @dataclass
+class RewardTermConfig(Checked):
+    """A term of the reward, a Python function (hardcse/art/terms.py): ``fn`` is ``package.module:function`` or
+    ``path/to/file.py:function``; it adds ``weight`` x its value to a parsed answer's reward. ``name`` (default:
+    the function's name) labels it in logs, records, tables and plots."""
+
+    fn: str = ""
+    weight: float = 1.0
+    name: str | None = None
+
+    def check(self) -> None:
+        from hardcse.art.terms import NAME_PATTERN, RESERVED_NAMES, load_term_function
+
+        if not self.fn:
+            raise ConfigValueError("fn", "give the term's function, package.module:function or file.py:function")
+        try:
+            load_term_function(self.fn)
+        except HardcseError as e:
+            raise ConfigValueError("fn", str(e)) from None
+        if not math.isfinite(self.weight):
+            raise ConfigValueError("weight", f"{self.weight!r} must be a finite number")
+        name = self.term_name
+        if not NAME_PATTERN.fullmatch(name) or name in RESERVED_NAMES or name.startswith("reject_"):  # r1, r2 too
+            raise ConfigValueError(
+                "name",
+                f"{name!r} cannot name a term: use letters, digits and _ (a letter first), not r1, r2 or a logged "
+                "key (reward, kl, cosine, ...)",
+            )
+
+    @property
+    def term_name(self) -> str:
+        from hardcse.art.terms import load_term_function
+
+        return self.name if self.name is not None else load_term_function(self.fn).__name__
+
+
+@dataclass
 class RewardConfig(Checked):
-    """The dual reward r = w1*r1 + w2*r2 (ART's correctness reward r1 and difficulty reward r2). Omega and the
-    alphas were chosen by measuring the bundled models on corpus anchors: see
-    benchmarks/results/reward_calibration.md."""
+    """The reward: ART's dual reward r = w1*r1 + w2*r2 (the correctness reward r1 and the difficulty reward r2)
+    when ``dual`` is true, plus each of ``terms`` (hardcse/art/terms.py). Omega and the alphas were chosen by
+    measuring the bundled models on corpus anchors: see benchmarks/results/reward_calibration.md."""
 
     w1: float = 0.5  # correctness weight (paper)
     w2: float = 0.5  # difficulty weight (paper)
@@ -115,6 +153,8 @@ class RewardConfig(Checked):
     # contradiction dev pairs (real contradictions are often one-word edits, so the bound sits high).
     alpha_neg: float = 0.98
     invalid_penalty: float = -1.0  # a rejected response: below every valid one whose cosine is >= 0 (min -0.66)
+    dual: bool = True  # false: the reward is the sum of ``terms`` alone (r1 and r2 neither counted nor logged)
+    terms: list[RewardTermConfig] = field(default_factory=list)  # [{fn, weight, name}], added to the dual reward
 
     def check(self) -> None:
         for key in ("w1", "w2"):
@@ -123,6 +163,13 @@ class RewardConfig(Checked):
         for key in ("alpha_pos", "alpha_neg"):
             check_range(key, getattr(self, key), -1.0, 1.0)
         check_range("invalid_penalty", self.invalid_penalty, -1e9, 0.0)
+        if not self.dual and not self.terms:
+            raise ConfigValueError("terms", "empty while dual is false: give a term, or set dual: true")
+        names: list[str] = []
+        for i, term in enumerate(self.terms):
+            if term.term_name in names:
+                raise ConfigValueError(f"terms[{i}].name", f"{term.term_name!r} names two terms; give each its own")
+            names.append(term.term_name)
 
 
 @dataclass
@@ -158,6 +205,9 @@ class RLConfig(Checked):
     # prompts (no shared prompt cache: transformers' checkpointed layers drop caches)
     gradient_checkpointing: bool = False
     save_every: int = 10
+    # every save_every steps, this many of the step's rollouts (a seeded draw) go to completions.jsonl with their
+    # response, parsed answer, reward and each term's value; 0: none
+    log_completions: int = 4
     seed: int = 42
 
     @property
@@ -176,6 +226,7 @@ class RLConfig(Checked):
             check_positive(key, getattr(self, key))
         check_nonnegative("kl_coef", self.kl_coef)
         check_nonnegative("vf_coef", self.vf_coef)
+        check_nonnegative("log_completions", self.log_completions)
         check_range("gamma", self.gamma, 0.0, 1.0)
         check_range("lam", self.lam, 0.0, 1.0)
         if self.minibatch_size > self.batch_size:
@@ -292,6 +343,10 @@ class ArtRunConfig(TuneConfig):
     # shuffled: SimCSE's batches (the paper) | easy_to_hard: Data-CUBE's instance curriculum on the round's
     # triplets, phi = cos(x, y+) - cos(x, y-) by the round's starting encoder, batches in descending phi
     encoder_order: Literal["shuffled", "easy_to_hard"] = "shuffled"
+    # Each round trains on at most the first N kept triplets (anchor order: a seeded draw from the corpus); null:
+    # all it kept. Runs compared at one training-data size: ART's R rounds x N against a one-round baseline's R*N
+    # (training.json records kept and used; a round that kept fewer than N says so in the report).
+    triplets_per_round: int | None = None
     mix_triplets: str | None = None  # a triplet file whose rows are added to every round's training data
     mix_examples: int | None = None  # how many of them (the first N); null: all
     # The encoder a round hands on is the better of (trained, previous) on STS-B dev: a round never makes the
@@ -314,6 +369,7 @@ class ArtRunConfig(TuneConfig):
         check_positive("synthesis_anchors", self.synthesis_anchors)
         check_positive("synthesis_temperature", self.synthesis_temperature, allow_none=True)
         check_nonnegative("mix_examples", self.mix_examples, allow_none=True)
+        check_positive("triplets_per_round", self.triplets_per_round, allow_none=True)
         check_nonnegative("examples_per_round", self.examples_per_round)
         check_choice("negatives", self.negatives, ("generated", "mined"))
         check_nonnegative("heldout_anchors", self.heldout_anchors)

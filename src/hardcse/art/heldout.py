@@ -2,15 +2,16 @@
 anchor measures, each side's mean with a 95% bootstrap interval over anchors and the paired difference.
 
 Per anchor (its positive and its negative together):
-    reward          mean dual reward of the two responses (a rejected one counts as invalid_penalty)
+    reward          mean reward of the two responses (a rejected one counts as invalid_penalty)
     parse_failure   share of the two responses the parser rejected
     judged_correct  share of the parsed responses the independent judge labels as asked (entailment for the
                     positive, contradiction for the negative); undefined when none parsed or no judge
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
-    reward_parsed   mean dual reward of the parsed responses only: the reward with format set aside
+    reward_parsed   mean reward of the parsed responses only: the reward with format set aside
     p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses
-    r2_parsed       mean difficulty reward r2 (hardcse/art/reward.py) of the parsed responses; the three undefined
-                    when none parsed
+    NAME_parsed     for each term of the reward (hardcse/art/reward.py: r1 and r2 of the dual reward, then the
+                    config's own), its mean (unweighted) value over the parsed responses; these undefined when none
+                    parsed
 A rising reward with a flat judged_correct is the sign of reward hacking: the generator learns the reward
 discriminator's blind spots, not the task.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,7 @@ from sentence_transformers import SentenceTransformer
 from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.judge import TARGET
-from hardcse.art.reward import DualReward
+from hardcse.art.reward import Reward
 from hardcse.art.synthesis import synthesize
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
@@ -35,22 +37,31 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
 from hardcse.stats import paired_bootstrap
 
-MEASURES = (
-    "reward",
-    "parse_failure",
-    "reward_parsed",
-    "p_target_parsed",
-    "r2_parsed",
-    "judged_correct",
-    "positive_cosine",
-    "negative_cosine",
-)
+DUAL_TERMS = ("r1", "r2")
+
+
+def measures(terms: Sequence[str] = DUAL_TERMS) -> list[str]:
+    """The measures' names in table order, for a reward of ``terms``."""
+    return [
+        "reward",
+        "parse_failure",
+        "reward_parsed",
+        "p_target_parsed",
+        *(f"{name}_parsed" for name in terms),
+        "judged_correct",
+        "positive_cosine",
+        "negative_cosine",
+    ]
 
 
 def per_anchor(
-    records: list[dict], judge: NLIDiscriminator | None, encoder: SentenceTransformer
+    records: list[dict],
+    judge: NLIDiscriminator | None,
+    encoder: SentenceTransformer,
+    terms: Sequence[str] = DUAL_TERMS,
 ) -> dict[str, np.ndarray]:
-    """The measures of ``synthetic.jsonl`` records, one value per anchor (NaN = undefined)."""
+    """The measures of ``synthetic.jsonl`` records (scored by a reward of ``terms``), one value per anchor (NaN =
+    undefined)."""
     n = len(records)
     out = {
         "reward": np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in records], dtype=np.float64),
@@ -71,7 +82,8 @@ def per_anchor(
     with np.errstate(invalid="ignore", divide="ignore"):
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
-    # format set aside: the reward, r2 and P(target) of the parsed responses (a mined negative counts as parsed)
+    # format set aside: the reward, each term and P(target) of the parsed responses (a mined negative counts as
+    # parsed)
 
     def parsed_values(field: str) -> np.ndarray:
         values = [[r[f"{kind}_{field}"] if r[kind] is not None else np.nan for kind in TARGET] for r in records]
@@ -83,18 +95,25 @@ def per_anchor(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the mean of no parsed response is NaN, as meant
         out["reward_parsed"] = np.nanmean(parsed_values("reward"), axis=1)
-        out["r2_parsed"] = np.nanmean(parsed_values("r2"), axis=1)
+        for name in terms:
+            out[f"{name}_parsed"] = np.nanmean(parsed_values(name), axis=1)
         out["p_target_parsed"] = np.nanmean(p_target, axis=1)
     return out
 
 
-def compare(raw: list[dict], tuned: list[dict], judge: NLIDiscriminator | None, encoder: SentenceTransformer) -> dict:
+def compare(
+    raw: list[dict],
+    tuned: list[dict],
+    judge: NLIDiscriminator | None,
+    encoder: SentenceTransformer,
+    terms: Sequence[str] = DUAL_TERMS,
+) -> dict:
     """Each measure: raw and tuned means with their intervals, and tuned - raw with its paired interval."""
     if [r["anchor"] for r in raw] != [r["anchor"] for r in tuned]:
         raise ValueError("the raw and the tuned records must be for the same anchors in the same order")
-    a, b = per_anchor(raw, judge, encoder), per_anchor(tuned, judge, encoder)
-    result: dict = {"anchors": len(raw)}
-    for name in MEASURES:
+    a, b = per_anchor(raw, judge, encoder, terms), per_anchor(tuned, judge, encoder, terms)
+    result: dict = {"anchors": len(raw), "measures": measures(terms)}
+    for name in result["measures"]:
         if not np.isfinite(a[name]).any() and not np.isfinite(b[name]).any():
             result[name] = None  # e.g. judged_correct without a judge
             continue
@@ -119,7 +138,7 @@ def compare_markdown(result: dict) -> str:
     def cell(i: dict) -> str:
         return f"{i['estimate']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
 
-    for name in MEASURES:
+    for name in result.get("measures", measures()):  # records made before terms: the dual reward's
         r = result.get(name)
         if r is None:
             lines.append(f"| {name} | - | - | - |")
@@ -145,7 +164,7 @@ def held_out_comparison(
     measured by the starting encoder. Both sides' records go to ``work_dir/{raw,tuned}/``; returns
     :func:`compare`'s result."""
     anchors = split_anchors(config.anchors).held_out[:n_anchors]
-    reward = DualReward(discriminator, reward_encoder, config.reward)
+    reward = Reward(discriminator, reward_encoder, config.reward)
     generation = config.generator
     if config.synthesis_temperature is not None:
         generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
@@ -164,7 +183,6 @@ def held_out_comparison(
         )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
-    result = compare(
-        records["raw"], records["tuned"], judge, load_encoder(config.encoder, config.pooling, device=config.device)
-    )
+    cosine_encoder = load_encoder(config.encoder, config.pooling, device=config.device)
+    result = compare(records["raw"], records["tuned"], judge, cosine_encoder, [t.name for t in reward.terms])
     return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}

@@ -18,9 +18,8 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
-from hardcse.art.plots import RL_LOG  # noqa: E402
+from hardcse.art.tuning_report import plot_reward_per_round, reward_formula, rl_markdown  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
-from hardcse.data.jsonl import read_jsonl  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
 from hardcse.run_folder import round_dirs  # noqa: E402
@@ -92,6 +91,14 @@ def _synthetic_table(rounds: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def _used_triplets(training: dict) -> str:
+    """``training.json``'s triplet count; under ``triplets_per_round``, of how many kept, or short of it."""
+    used, budget = training["triplets"], training.get("triplets_per_round")
+    if budget is None:
+        return str(used)
+    return f"{used} of {training['kept']} kept" if used >= budget else f"{used} (short of {budget})"
+
+
 def _training_table(rounds: list[Path]) -> str:
     lines = [
         "| round | training triplets | best step | best STS-B dev | previous dev | handed on |",
@@ -103,45 +110,11 @@ def _training_table(rounds: list[Path]) -> str:
             continue
         handed = t["handed_on"] + (f" ({t['why']})" if t.get("why") else "")
         lines.append(
-            f"| {d.name} | {t['triplets']} | {'' if t.get('best_step') is None else t['best_step']} "
+            f"| {d.name} | {_used_triplets(t)} | {'' if t.get('best_step') is None else t['best_step']} "
             f"| {_fmt(t.get('best_dev'))} "
             f"| {_fmt(t['previous_dev'])} | {handed} |"
         )
     return "\n".join(lines)
-
-
-def _rl_table(rounds: list[Path], config: dict) -> str:
-    """Reward, parse failures and KL over the first and the last w steps of each round's tuning curve; w is at
-    most 5 and at most half the steps, so the two windows never share a step."""
-    rl = config["rl"]
-    updates_per_step = -(-rl["batch_size"] // rl["minibatch_size"]) * rl["epochs"]
-    lines = [
-        "| round | steps (not skipped) | optimizer updates | window w | reward, first w | reward, last w "
-        "| parse fail, first w | parse fail, last w | reward of parsed, first w | reward of parsed, last w "
-        "| P(target) of parsed, first w | P(target) of parsed, last w | KL, last w |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for d in rounds:
-        path = d / "generator" / RL_LOG
-        if not path.is_file():
-            continue
-        steps = [r for r in read_jsonl(path) if not r.get("skipped")]
-
-        def mean(rows: list[dict], key: str) -> float | None:
-            values = [r[key] for r in rows if r.get(key) is not None]
-            return float(np.mean(values)) if values else None
-
-        w = min(5, len(steps) // 2)
-        first, last = (steps[:w], steps[-w:]) if w else ([], [])
-        lines.append(
-            f"| {d.name} | {len(steps)} | {len(steps) * updates_per_step} | {w or 'too few steps'} "
-            f"| {_fmt(mean(first, 'reward'), 3)} | {_fmt(mean(last, 'reward'), 3)} "
-            f"| {_fmt(mean(first, 'parse_failure_rate'), 3)} | {_fmt(mean(last, 'parse_failure_rate'), 3)} "
-            f"| {_fmt(mean(first, 'reward_parsed'), 3)} | {_fmt(mean(last, 'reward_parsed'), 3)} "
-            f"| {_fmt(mean(first, 'p_target'), 3)} | {_fmt(mean(last, 'p_target'), 3)} "
-            f"| {_fmt(mean(last, 'kl'), 3)} |"
-        )
-    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def _examples(rounds: list[Path]) -> str:
@@ -177,27 +150,8 @@ def plot_run(run_dir: Path, rounds: list[Path]) -> list[Path]:
     plots.mkdir(exist_ok=True)
     written = []
 
-    logs = [(d.name, read_jsonl(d / "generator" / RL_LOG)) for d in rounds if (d / "generator" / RL_LOG).is_file()]
-    if logs:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for name, rows in logs:
-            rows = [r for r in rows if not r.get("skipped")]
-            steps = [r["step"] for r in rows]
-            reward = np.array([r["reward"] for r in rows])
-            ax.plot(steps, reward, alpha=0.35)
-            window = min(5, len(reward))
-            if window:
-                smooth = np.convolve(reward, np.ones(window) / window, mode="valid")
-                ax.plot(
-                    steps[window - 1 :], smooth, label=f"{name} ({window}-step mean)", color=ax.lines[-1].get_color()
-                )
-        ax.set_xlabel("RL step")
-        ax.set_ylabel("mean reward of the batch")
-        ax.set_title("Dual reward during generator tuning, per round")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        written.append(_save(fig, plots / "reward_per_round.png"))
+    reward_plot = plot_reward_per_round(rounds, plots / "reward_per_round.png")
+    written += [reward_plot] if reward_plot else []
 
     rows = sts_rows(run_dir)
     if rows:
@@ -267,7 +221,7 @@ def build_report(run_dir: str | Path) -> str:
         f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
         f"- {config['rounds']} round(s), {config['synthesis_anchors']} new anchors each; filter: "
         f"P(entailment) >= {config['filter']['min_entailment']}, P(contradiction) >= "
-        f"{config['filter']['min_contradiction']}; reward w1 {config['reward']['w1']}, w2 {config['reward']['w2']}",
+        f"{config['filter']['min_contradiction']}; reward {reward_formula(config['reward'])}",
         "",
         "## STS per round (Spearman x 100)",
         "",
@@ -285,7 +239,7 @@ def build_report(run_dir: str | Path) -> str:
         _training_table(rounds),
         "",
     ]
-    rl_table = _rl_table(rounds, config)
+    rl_table = rl_markdown(rounds, config)
     if rl_table:
         out += ["## Generator tuning per round", "", rl_table, ""]
     heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
@@ -355,7 +309,8 @@ def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None)
     base = _final_eval(Path(baseline)) if baseline is not None else None
     header = "| run | rounds | round 0 avg7 | final avg7 | Δ vs round 0 [95%] |"
     header += f" Δ vs {Path(baseline).name} [95%] |" if base is not None else ""
-    header += " final STS-B dev | kept triplets | judge acc pos % | judge acc neg % | cos(x,y+) | cos(x,y-) |"
+    header += " final STS-B dev | kept triplets | training triplets | judge acc pos % | judge acc neg % |"
+    header += " cos(x,y+) | cos(x,y-) |"
     lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
     for run_dir in map(Path, run_dirs):
         rows = sts_rows(run_dir)
@@ -363,6 +318,7 @@ def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None)
             raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
         rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
         kept = sum((_read_json(d / "synthesis.json") or {}).get("kept", 0) for d in rounds)
+        trained = sum((_read_json(d / "training.json") or {}).get("triplets", 0) for d in rounds)
         pooled = pooled_measures([m for m in (_read_json(d / "measures.json") for d in rounds) if m])
         final = rows[-1][1]
         manifest = _read_json(run_dir / "manifest.json") or {}
@@ -373,7 +329,7 @@ def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None)
         cells.append(_interval_cell(first_eval, final_eval, (f"{run_dir}/round_0", str(run_dir))))
         if base is not None:
             cells.append(_interval_cell(base, final_eval, (str(baseline), str(run_dir))))
-        cells += [_fmt(final.get(DEV_TASK)), str(kept), _fmt(pooled["positive_accuracy"], 1)]
+        cells += [_fmt(final.get(DEV_TASK)), str(kept), str(trained), _fmt(pooled["positive_accuracy"], 1)]
         cells += [_fmt(pooled["negative_accuracy"], 1), _fmt(pooled["positive_mean_cosine"], 3)]
         cells.append(_fmt(pooled["negative_mean_cosine"], 3))
         lines.append("| " + " | ".join(cells) + " |")

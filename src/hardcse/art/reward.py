@@ -1,10 +1,12 @@
-"""The dual reward of ART: correctness from an NLI discriminator, difficulty from the current encoder.
+"""ART's reward: the dual reward, correctness from an NLI discriminator and difficulty from the current encoder,
+plus the terms a user adds (hardcse/art/terms.py), all summed the same way.
 
-    r  = w1 * r1 + w2 * r2
+    r  = w1 * r1 + w2 * r2 (+ sum_k weight_k * term_k)
     r1 = P(t | x, y) - Omega          t = entailment for a positive prompt, contradiction for a negative one
     r2 = (1 - s) * sgn(s - alpha_pos)  for positives: dissimilar is hard, but below alpha_pos it is noise
     r2 = s * sgn(alpha_neg - s)        for negatives: similar is hard, but above alpha_neg it is a near copy
-with s = cos(f(x), f(y)). A response the parser rejects gets ``invalid_penalty`` and no r1/r2.
+with s = cos(f(x), f(y)). r1 and r2 are two built-in terms (dropped with ``reward.dual: false``). A response the
+parser rejects gets ``invalid_penalty`` and no term.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import RewardConfig
 from hardcse.art.generator.parsing import Parsed
+from hardcse.art.terms import Term, TermContext, evaluate_terms, load_term_function
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
-from hardcse.encoder.encode import pair_cosines
+from hardcse.encoder.encode import encode, pair_cosines
+
+TARGET_LABEL = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
 
 
 @dataclass
@@ -27,41 +32,46 @@ class RewardParts:
     """Per response: the reward and what it is made of (NaN where a part does not apply)."""
 
     reward: np.ndarray
-    r1: np.ndarray
-    r2: np.ndarray
+    terms: dict[str, np.ndarray]  # each term's (unweighted) value, NaN for rejected responses
+    weights: dict[str, float]  # each term's weight in the reward that made these parts
     p_target: np.ndarray
     cosine: np.ndarray
     valid: np.ndarray  # bool: the parser accepted the response
     probs: np.ndarray  # (n, 3) NLI probabilities in LABELS order, NaN rows for invalid responses
-    weights: tuple[float, float]  # (w1, w2) of the reward that made these parts
 
     def summary(self) -> dict[str, float]:
-        """Means for logs; r1, r2, p_target and cosine over valid responses only.
+        """Means for logs; p_target, cosine and each term NAME over valid responses only.
 
-        Where the reward comes from: ``reward = reward_format + reward_r1 + reward_r2`` exactly, with
-        ``reward_format`` the invalid penalties' share (sum over rejected responses / n), ``reward_r1`` =
-        w1 * sum of r1 over parsed responses / n and ``reward_r2`` likewise; ``reward_parsed`` is the mean reward
-        of the parsed responses alone (what the policy earns for meaning, format set aside). ``reward_std`` and
-        ``reward_parsed_std``: the spread the policy can learn from, over all responses and the parsed ones."""
+        Where the reward comes from: ``reward = reward_format + sum of reward_NAME`` exactly, with
+        ``reward_format`` the invalid penalties' share (sum over rejected responses / n) and ``reward_NAME`` =
+        weight x sum of the term over parsed responses / n; ``share_NAME`` (and ``share_format``) is that part's
+        absolute value over the sum of all parts' absolute values (how much of the reward's size it makes).
+        ``reward_parsed`` is the mean reward of the parsed responses alone (what the policy earns for meaning,
+        format set aside). ``reward_std`` and ``reward_parsed_std``: the spread the policy can learn from, over all
+        responses and the parsed ones."""
 
         def mean(x: np.ndarray) -> float | None:
             return float(np.nanmean(x)) if np.isfinite(x).any() else None
 
-        n, (w1, w2) = len(self.reward), self.weights
-        return {
+        n = len(self.reward)
+        out = {
             "reward": float(self.reward.mean()),
-            "r1": mean(self.r1),
-            "r2": mean(self.r2),
             "p_target": mean(self.p_target),
             "cosine": mean(self.cosine),
             "parse_failure_rate": float(1 - self.valid.mean()),
             "reward_format": float(self.reward[~self.valid].sum() / n),
-            "reward_r1": float(w1 * np.nansum(self.r1[self.valid]) / n),
-            "reward_r2": float(w2 * np.nansum(self.r2[self.valid]) / n),
             "reward_parsed": mean(np.where(self.valid, self.reward, np.nan)),
             "reward_std": float(self.reward.std()),
             "reward_parsed_std": float(self.reward[self.valid].std()) if self.valid.any() else None,
         }
+        parts = {"format": out["reward_format"]}
+        for name, values in self.terms.items():
+            out[name] = mean(values)
+            out[f"reward_{name}"] = parts[name] = float(self.weights[name] * np.nansum(values[self.valid]) / n)
+        size = sum(abs(v) for v in parts.values())
+        for name, value in parts.items():
+            out[f"share_{name}"] = abs(value) / size if size else None
+        return out
 
 
 def dual_reward(
@@ -77,34 +87,59 @@ def dual_reward(
     return config.w1 * r1 + config.w2 * r2, r1, r2
 
 
-class DualReward:
-    """Scores parsed responses with the discriminator and the current encoder."""
+def reward_terms(config: RewardConfig) -> list[Term]:
+    """The reward's terms in order: r1 and r2 (``config.dual``), then the config's own."""
+
+    def r1(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
+        p_target = context.nli_probs[:, TARGET_LABEL[kind]]
+        return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[1]
+
+    def r2(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
+        p_target = context.nli_probs[:, TARGET_LABEL[kind]]
+        return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[2]
+
+    terms = [Term("r1", config.w1, r1, "built-in"), Term("r2", config.w2, r2, "built-in")] if config.dual else []
+    return terms + [Term(t.term_name, t.weight, load_term_function(t.fn), t.fn) for t in config.terms]
+
+
+class Reward:
+    """Scores parsed responses with every term of the reward (the dual reward's: the discriminator and the
+    current encoder)."""
 
     def __init__(self, discriminator: NLIDiscriminator, encoder: SentenceTransformer, config: RewardConfig) -> None:
         self.discriminator = discriminator
         self.encoder = encoder
         self.config = config
+        self.terms = reward_terms(config)
 
     def __call__(self, anchors: Sequence[str], parsed: Sequence[Parsed], kinds: Sequence[str]) -> RewardParts:
         n = len(anchors)
         valid = np.array([p.ok for p in parsed], dtype=bool)
-        is_positive = np.array([k == "positive" for k in kinds], dtype=bool)
         p_target = np.full(n, np.nan)
         all_probs = np.full((n, 3), np.nan)
         cosine = np.full(n, np.nan)
         reward = np.full(n, self.config.invalid_penalty, dtype=np.float64)
-        r1 = np.full(n, np.nan)
-        r2 = np.full(n, np.nan)
         idx = np.flatnonzero(valid)
         if len(idx):
             xs = [anchors[i] for i in idx]
             ys = [parsed[i].sentence for i in idx]
             probs = self.discriminator.predict_proba(xs, ys)
             all_probs[idx] = probs
-            target = np.where(is_positive[idx], LABEL_ID["entailment"], LABEL_ID["contradiction"])
-            p_target[idx] = probs[np.arange(len(idx)), target]
-            cos = pair_cosines(self.encoder, xs, ys)
-            cosine[idx] = cos
-            reward[idx], r1[idx], r2[idx] = dual_reward(p_target[idx], cos, is_positive[idx], self.config)
-        weights = (self.config.w1, self.config.w2)
-        return RewardParts(reward, r1, r2, p_target, cosine, valid, all_probs, weights)
+            p_target[idx] = probs[np.arange(len(idx)), [TARGET_LABEL[kinds[i]] for i in idx]]
+            cosine[idx] = pair_cosines(self.encoder, xs, ys)
+        context = TermContext(
+            nli_probs=all_probs,
+            cosine=cosine,
+            encode=lambda texts: encode(self.encoder, texts),
+            nli=lambda premises, hypotheses: self.discriminator.predict_proba(premises, hypotheses),
+        )
+        answers = [p.sentence if p.ok else None for p in parsed]
+        values = evaluate_terms(self.terms, anchors, answers, kinds, context)
+        if len(idx) and self.terms:
+            # the weighted sum in the terms' order: the dual reward alone adds exactly as w1 * r1 + w2 * r2
+            total = self.terms[0].weight * values[self.terms[0].name][idx]
+            for term in self.terms[1:]:
+                total = total + term.weight * values[term.name][idx]
+            reward[idx] = total
+        weights = {term.name: term.weight for term in self.terms}
+        return RewardParts(reward, values, weights, p_target, cosine, valid, all_probs)

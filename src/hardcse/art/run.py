@@ -180,11 +180,9 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             generator_source = synthesis_generator
 
     def run_synthesis(_: Path) -> None:
-        from hardcse.art.reward import DualReward
+        from hardcse.art.reward import Reward
 
-        reward = DualReward(
-            run.discriminator, load_encoder(encoder_source, pooling, device=config.device), config.reward
-        )
+        reward = Reward(run.discriminator, load_encoder(encoder_source, pooling, device=config.device), config.reward)
         generation = config.generator
         if config.synthesis_temperature is not None:
             generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
@@ -263,9 +261,10 @@ def tune_config(config: ArtRunConfig) -> TuneConfig:
 
 
 def _training_data(config: ArtRunConfig, round_dir: Path) -> tuple[list[Triplet], dict]:
-    """The round's kept triplets (decontaminated by synthesis) plus ``mix_triplets`` without the rows that match
-    an evaluation text (taken before the first ``mix_examples``); and the mixed file's decontamination counts."""
-    data = read_triplets(round_dir / "triplets.csv")
+    """The round's kept triplets (decontaminated by synthesis; the first ``triplets_per_round``) plus
+    ``mix_triplets`` without the rows that match an evaluation text (taken before the first ``mix_examples``);
+    and the mixed file's decontamination counts."""
+    data = read_triplets(round_dir / "triplets.csv")[: config.triplets_per_round]
     if not config.mix_triplets:
         return data, {}
     check = Decontamination(config.decontamination)
@@ -292,6 +291,9 @@ def _train_round_encoder(
     data, decontaminated = _training_data(config, round_dir)
     model = load_encoder(source, pooling, device=config.encoder_training.training.device)
     record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
+    if config.triplets_per_round is not None:  # kept vs used: a round short of the budget shows it
+        kept = json.loads((round_dir / "synthesis.json").read_text(encoding="utf-8"))["kept"]
+        record |= {"kept": kept, "triplets_per_round": config.triplets_per_round}
     if decontaminated:
         record["decontamination"] = decontaminated
     if not data:

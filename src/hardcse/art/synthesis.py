@@ -26,7 +26,7 @@ from hardcse.art.generator.sampling import row_seed
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.mining import mine_negatives
-from hardcse.art.reward import DualReward, RewardParts
+from hardcse.art.reward import Reward, RewardParts
 from hardcse.atomic import write_text_atomic
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
@@ -74,7 +74,7 @@ def synthesize(
     generator_source: str,
     anchors: list[str],
     generation: GeneratorConfig,
-    reward: DualReward,
+    reward: Reward,
     filter_config: FilterConfig,
     out_dir: str | Path,
     *,
@@ -172,13 +172,12 @@ def _scored(kind: str, raw: str | None, parsed: list[Parsed], parts: RewardParts
         f"{kind}_reason": parsed[k].reason,
         f"{kind}_probs": None if not parts.valid[k] else [round(float(p), 5) for p in parts.probs[k]],
         f"{kind}_cosine": _number(parts.cosine[k]),
-        f"{kind}_r1": _number(parts.r1[k]),
-        f"{kind}_r2": _number(parts.r2[k]),
+        **{f"{kind}_{name}": _number(values[k]) for name, values in parts.terms.items()},  # r1, r2, the config's
         f"{kind}_reward": _number(parts.reward[k]),
     }
 
 
-def _add_mined_negatives(records: list[dict], corpus: list[str], reward: DualReward, config: MiningConfig) -> None:
+def _add_mined_negatives(records: list[dict], corpus: list[str], reward: Reward, config: MiningConfig) -> None:
     """Each record's negative mined from ``corpus`` by the reward's encoder, scored like a generated one."""
     anchors = [r["anchor"] for r in records]
     negatives = mine_negatives(anchors, [r["positive"] for r in records], corpus, reward.encoder, config)
@@ -231,7 +230,7 @@ def synthesis_run(
 
         def build(_: Path) -> None:
             discriminator = load_discriminator(config.discriminator, config.device)
-            reward = DualReward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
+            reward = Reward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
             synthesize(
                 source,
                 texts,

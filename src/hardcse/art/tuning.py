@@ -25,10 +25,10 @@ from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.grpo import GRPOTrainer
-from hardcse.art.plots import RL_CURVES_PNG, RL_LOG, plot_rl_log
-from hardcse.art.policy import PolicyTrainer, RewardFn, saved_state_exists
+from hardcse.art.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
+from hardcse.art.policy import PolicyTrainer, saved_state_exists
 from hardcse.art.ppo import PPOTrainer
-from hardcse.art.reward import DualReward
+from hardcse.art.reward import Reward
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
@@ -40,20 +40,55 @@ from hardcse.errors import HardcseError
 log = logging.getLogger(__name__)
 
 
-def art_reward_fn(reward: DualReward, anchors: list[str], kinds: list[str]) -> RewardFn:
-    """Parse each response, then score it with the dual reward; logs the reward parts and rejection reasons."""
+class ArtScore:
+    """The RL score function: parse each response, then score it with the reward; logs the reward's parts (each
+    term's mean and share) and the rejection reasons, and keeps the batch's rows for :meth:`completions`."""
 
-    def score(texts: list[str], truncated: list[bool]) -> tuple[np.ndarray, dict]:
+    def __init__(self, reward: Reward, anchors: list[str], kinds: list[str]) -> None:
+        self.reward, self.anchors, self.kinds = reward, anchors, kinds
+        self.rows: list[dict] = []
+
+    def __call__(self, texts: list[str], truncated: list[bool]) -> tuple[np.ndarray, dict]:
+        anchors, kinds = self.anchors, self.kinds
         parsed = [parse_response(t, a, truncated=c) for t, a, c in zip(texts, anchors, truncated, strict=True)]
-        parts = reward(anchors, parsed, kinds)
+        parts = self.reward(anchors, parsed, kinds)
         reasons = Counter(p.reason for p in parsed if not p.ok)
         stats = parts.summary() | {f"reject_{r}": reasons.get(r, 0) / len(texts) for r in REASONS}
         for kind in KINDS:
             rows = np.array([k == kind for k in kinds])
             stats[f"reward_{kind}"] = float(parts.reward[rows].mean())
+        self.rows = [
+            {
+                "anchor": anchors[i],
+                "kind": kinds[i],
+                "response": texts[i],
+                "answer": parsed[i].sentence if parsed[i].ok else None,
+                "reason": parsed[i].reason,
+                "reward": float(parts.reward[i]),
+                "terms": {name: _finite(values[i]) for name, values in parts.terms.items()},
+            }
+            for i in range(len(texts))
+        ]
         return parts.reward, stats
 
-    return score
+    def completions(self, step: int, k: int, seed: int) -> list[dict]:
+        """``k`` of the last batch's rows, a seeded draw (the same on a resumed run), in batch order."""
+        rng = np.random.default_rng([seed, step])
+        picked = sorted(rng.choice(len(self.rows), size=min(k, len(self.rows)), replace=False))
+        return [{"step": step, "row": int(i)} | self.rows[i] for i in picked]
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def progress(stats: dict, term_names: list[str]) -> dict[str, str]:
+    """The progress bar's numbers: the reward, each term's mean over parsed answers and its share, the KL."""
+    shown = {"reward": f"{stats['reward']:.3f}"}
+    for name in term_names:
+        mean, share = stats.get(name), stats.get(f"share_{name}")
+        shown[name] = "-" if mean is None else f"{mean:.3f}" + ("" if share is None else f" ({share:.0%})")
+    return shown | {"kl": f"{stats.get('kl', float('nan')):.3f}"}
 
 
 def step_prompts(config: TuneConfig, train_anchors: list[str], step: int) -> tuple[list[str], list[str], list]:
@@ -99,9 +134,7 @@ def tune_generator(
     if train_anchors is None:
         train_anchors = split_anchors(config.anchors).train
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
-    reward = DualReward(
-        discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward
-    )
+    reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
     check_rank_shares(config.rl)
     run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
     resuming = saved_state_exists(checkpoint)
@@ -111,9 +144,10 @@ def tune_generator(
     trainer = make_trainer(model, tokenizer, config)
     if resuming:
         trainer.load_state(checkpoint)
-        run_on_main(lambda: _trim_log(log_path, trainer.step_count))
-    elif log_path.exists() and is_main():
-        log_path.unlink()
+        run_on_main(lambda: [_trim_log(out_dir / name, trainer.step_count) for name in (RL_LOG, COMPLETIONS)])
+    elif is_main():
+        for name in (RL_LOG, COMPLETIONS):
+            (out_dir / name).unlink(missing_ok=True)
 
     rl = config.rl
     with tqdm(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
@@ -125,14 +159,19 @@ def tune_generator(
             prompts = render_prompts(tokenizer, anchors, kinds, config.generator)
             torch.manual_seed(rl.seed + step + RANK_SEED_STRIDE * rank())  # a resumed step samples the same way
             limits = token_limits(tokenizer, anchors, config.generator)
-            stats = mean_over_ranks(trainer.step(prompts, groups, art_reward_fn(reward, anchors, kinds), limits))
+            score = ArtScore(reward, anchors, kinds)
+            stats = mean_over_ranks(trainer.step(prompts, groups, score, limits))
             if is_main():
                 with log_path.open("a", encoding="utf-8") as fh:
                     append_jsonl(fh, stats)
             bar.update(1)
-            bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats.get('kl', float('nan')):.3f}")
+            bar.set_postfix(progress(stats, [term.name for term in reward.terms]))
             if trainer.step_count % rl.save_every == 0 or trainer.step_count == rl.steps:
                 run_on_main(lambda: _save_checkpoint(trainer, config, out_dir))
+                if is_main() and rl.log_completions and score.rows:  # rank 0's own rollouts (a skipped batch: none)
+                    with (out_dir / COMPLETIONS).open("a", encoding="utf-8") as fh:
+                        for row in score.completions(trainer.step_count, rl.log_completions, rl.seed):
+                            append_jsonl(fh, row)
     run_on_main(lambda: _finish(out_dir, final))
     return final
 
@@ -153,11 +192,14 @@ def check_rank_shares(rl: RLConfig) -> None:
 
 def _trim_log(log_path: Path, step_count: int) -> None:
     """Steps logged after the checkpoint are redone; a torn last line (killed mid-write) is dropped."""
-    logged, torn = read_jsonl_log(log_path) if log_path.is_file() else ([], 0)
+    if not log_path.is_file():
+        return
+    logged, torn = read_jsonl_log(log_path)
     kept = [row for row in logged if row["step"] <= step_count]
     write_text_atomic(log_path, jsonl_text(kept))
     log.info(
-        "resuming after step %d (dropped %d logged step(s) after the checkpoint, %d torn line(s))",
+        "%s: resuming after step %d (dropped %d line(s) after the checkpoint, %d torn line(s))",
+        log_path.name,
         step_count,
         len(logged) - len(kept),
         torn,
@@ -176,8 +218,9 @@ def _finish(out_dir: Path, final: Path) -> None:
     plot_rl_log(out_dir / RL_LOG, out_dir / RL_CURVES_PNG)
     shutil.rmtree(final, ignore_errors=True)
     shutil.copytree(out_dir / "checkpoint", final)
-    for name in (RL_LOG, RL_CURVES_PNG):
-        shutil.copy2(out_dir / name, final / name)
+    for name in (RL_LOG, RL_CURVES_PNG, COMPLETIONS):
+        if (out_dir / name).is_file():  # completions.jsonl: absent with rl.log_completions 0
+            shutil.copy2(out_dir / name, final / name)
 
 
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:

@@ -1,0 +1,187 @@
+"""The terms of ART's reward: the paper's r1 and r2, and any Python function a user adds from the config.
+
+    r = sum_k weight_k * term_k       for a response the parser accepted
+    r = invalid_penalty               for a response it rejected (no term counts)
+
+A term is ``term(anchors, answers, kind, context) -> one float per row``. It is called once per batch and kind
+("positive" or "negative") with that kind's rows: the anchors, the parsed answers (None where the parser rejected
+the response) and a read-only :class:`TermContext` (the reward's discriminator probabilities and the current
+encoder's cosines of those rows, and both models for any other texts). The values of rejected rows are not used
+(they may be NaN); every parsed row needs a finite float. ``reward.terms`` names a term by
+``package.module:function`` or ``path/to/file.py:function`` (a path relative to the working folder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hardcse.errors import HardcseError
+
+TermFn = Callable[[list[str], list[str | None], str, "TermContext"], Sequence[float]]
+TERM_PARAMETERS = "(anchors, answers, kind, context)"
+NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# a term's name becomes the log keys NAME, reward_NAME and share_NAME, the record fields positive_NAME and
+# negative_NAME and the held-out measure NAME_parsed: names that would overwrite another key (or the built-in r1
+# and r2) are refused
+RESERVED_NAMES = frozenset(
+    "reward format parsed std parsed_std std_in_group positive negative p_target cosine parse_failure_rate "
+    "raw reason probs source kl kl_coef kl_token approx_kl entropy clipfrac value_loss policy_loss loss ratio "
+    "response_tokens returns score skipped skipped_batches step truncated r1 r2".split()
+)
+
+
+@dataclass(frozen=True)
+class TermContext:
+    """What a term may read besides its rows. ``nli_probs`` (n, 3): P(entailment, neutral, contradiction) of
+    (anchor, answer) by the reward's discriminator; ``cosine`` (n,): cos(f(anchor), f(answer)) by the current
+    encoder; both NaN in rejected rows and not writable. ``encode(texts)``: the current encoder's embeddings (n,
+    dim); ``nli(premises, hypotheses)``: the discriminator's (n, 3) probabilities for any pairs."""
+
+    nli_probs: np.ndarray
+    cosine: np.ndarray
+    encode: Callable[[list[str]], np.ndarray]
+    nli: Callable[[list[str], list[str]], np.ndarray]
+
+    def rows(self, index: np.ndarray) -> TermContext:
+        return dataclasses.replace(
+            self, nli_probs=_read_only(self.nli_probs[index]), cosine=_read_only(self.cosine[index])
+        )
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    weight: float
+    fn: TermFn
+    source: str  # "built-in" or the config's fn
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64)
+    a.flags.writeable = False
+    return a
+
+
+@functools.cache
+def load_term_function(spec: str) -> TermFn:
+    """The function ``spec`` names (``package.module:function`` or ``path/to/file.py:function``), checked to take
+    a term's four arguments; :class:`HardcseError` saying what is wrong otherwise (the caller adds the key)."""
+    where, sep, attribute = spec.rpartition(":")
+    if not sep or not where or not attribute:
+        raise HardcseError(f"{spec!r} is not package.module:function or path/to/file.py:function")
+    if where.endswith(".py"):
+        module = _load_file(Path(where))
+    elif "/" in where or Path(where).exists():
+        kind = "a folder" if Path(where).is_dir() else "not a .py file"
+        raise HardcseError(f"{where}: {kind}; give path/to/file.py:function or package.module:function")
+    else:
+        module = _import(where)
+    fn = getattr(module, attribute, None)
+    if fn is None or not callable(fn):
+        raise HardcseError(f"{where} has no function {attribute!r}")
+    try:
+        inspect.signature(fn).bind([], [], "positive", None)
+    except TypeError:
+        raise HardcseError(f"{spec} takes {inspect.signature(fn)}; a term takes {TERM_PARAMETERS}") from None
+    except ValueError:  # no signature to read (a builtin): called and checked at the first batch
+        pass
+    return fn
+
+
+def _import(module_name: str) -> object:
+    try:
+        return importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001 - the user's module: any failure is reported in one line
+        raise HardcseError(f"cannot import {module_name} ({_one_line(e)})") from None
+
+
+def _load_file(path: Path) -> object:
+    if not path.is_file():
+        raise HardcseError(f"{path}: {'a folder, not a file' if path.is_dir() else 'no such file'}")
+    name = f"hardcse_reward_term_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - the user's file: any failure is reported in one line
+        del sys.modules[name]
+        raise HardcseError(f"{path}: cannot be loaded ({_one_line(e)})") from None
+    return module
+
+
+def _one_line(e: BaseException) -> str:
+    """``Type: message at file:line``, the line the user's code raised at (the innermost frame)."""
+    detail = (str(e).strip().splitlines() or [""])[0]
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith("<")]  # not importlib's
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(e).__name__}: {detail}{at}" if detail else f"{type(e).__name__}{at}"
+
+
+def evaluate_terms(
+    terms: Sequence[Term],
+    anchors: Sequence[str],
+    answers: Sequence[str | None],
+    kinds: Sequence[str],
+    context: TermContext,
+) -> dict[str, np.ndarray]:
+    """Each term's value per row (NaN where the answer was rejected), called once per kind present; a term that
+    raises, returns the wrong number of values or a non-finite value for a parsed row is a :class:`HardcseError`
+    naming the term and the row."""
+    n = len(anchors)
+    parsed = np.array([a is not None for a in answers], dtype=bool)
+    kinds_array = np.array(kinds)
+    values = {term.name: np.full(n, np.nan) for term in terms}
+    for kind in dict.fromkeys(kinds):  # positive, negative: in the batch's order
+        index = np.flatnonzero(kinds_array == kind)
+        rows_anchors, rows_answers = [anchors[i] for i in index], [answers[i] for i in index]
+        rows_context = context.rows(index)
+        for term in terms:
+            out = _call(term, rows_anchors, rows_answers, kind, rows_context)
+            if out.shape != (len(index),):
+                raise HardcseError(
+                    f"reward term {term.name!r} ({term.source}) returned {_shape(out)} for {len(index)} {kind} rows; "
+                    "return one float per row"
+                )
+            bad = np.flatnonzero(~np.isfinite(out) & parsed[index])
+            if len(bad):
+                row = index[bad[0]]
+                raise HardcseError(
+                    f"reward term {term.name!r} ({term.source}) returned {out[bad[0]]} for row {row} of the batch "
+                    f"({kind}, anchor {anchors[row][:60]!r}, answer {answers[row][:60]!r}); return a finite float "
+                    "for every parsed answer"
+                )
+            values[term.name][index] = np.where(parsed[index], out, np.nan)
+    return values
+
+
+def _call(term: Term, anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
+    try:
+        out = term.fn(anchors, answers, kind, context)
+    except HardcseError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's function: any failure is reported in one line
+        raise HardcseError(f"reward term {term.name!r} ({term.source}) raised {_one_line(e)}") from None
+    try:
+        return np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise HardcseError(
+            f"reward term {term.name!r} ({term.source}) returned {type(out).__name__} {str(out)[:60]!r}; "
+            "return one float per row"
+        ) from None
+
+
+def _shape(out: np.ndarray) -> str:
+    return f"{out.shape[0]} values" if out.ndim == 1 else f"an array of shape {out.shape}"
