@@ -25,12 +25,12 @@ lint: install
 	# build output (build/, *.egg-info, caches) is ignored by .gitignore and must not be tracked either
 	@tracked="$$(git ls-files -ci --exclude-standard 2>/dev/null)"; if [ -n "$$tracked" ]; then \
 	  echo "error: git tracks $$(echo "$$tracked" | wc -l) files that .gitignore ignores ($$(echo "$$tracked" | head -3 | tr '\n' ' ')...); untrack them: git ls-files -ci --exclude-standard -z | xargs -0 git rm -q --cached"; exit 2; fi
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 
 format: install
-	$(VENV)/bin/ruff check --fix src tests benchmarks
-	$(VENV)/bin/ruff format src tests benchmarks
+	$(VENV)/bin/ruff check --fix src tests benchmarks examples
+	$(VENV)/bin/ruff format src tests benchmarks examples
 
 test: lint
 	$(PY) -m pytest -q

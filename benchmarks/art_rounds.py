@@ -93,6 +93,7 @@ RECORD_FILES = (
     "round_*/training.json",
     "round_*/triplets.csv",
     "round_*/generator/rl_log.jsonl",
+    "round_*/generator/completions.jsonl",
 )
 
 

@@ -149,8 +149,10 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
 
 
 def test_mined_negative_baseline_run(run_config, tmp_path):
-    """negatives: mined: the generator writes positives only; each negative comes from the corpus."""
-    config = load_config(ArtRunConfig, run_config, ["tune_generator=false", "rounds=1", "negatives=mined"])
+    """negatives: mined: the generator writes positives only; each negative comes from the corpus. The encoder
+    trains on at most triplets_per_round of the kept triplets, the first ones."""
+    overrides = ["tune_generator=false", "rounds=1", "negatives=mined", "triplets_per_round=1"]
+    config = load_config(ArtRunConfig, run_config, overrides)
     config.mining.relative_margin = 0.0005  # the tiny random encoder's cosines are all close to 1
     art_run(config, tmp_path / "mined")
     records = read_jsonl(tmp_path / "mined" / "round_1" / "synthetic.jsonl")
@@ -162,6 +164,11 @@ def test_mined_negative_baseline_run(run_config, tmp_path):
     assert all(
         r["negative_reason"] == "not_mined" for r in records if r["positive"] is not None and r["negative"] is None
     )
+    training = json.loads((tmp_path / "mined" / "round_1" / "training.json").read_text())
+    kept = sum(r["drop_reason"] is None for r in records)
+    assert (training["kept"], training["triplets"], training["triplets_per_round"]) == (kept, min(kept, 1), 1)
+    used = f"| {min(kept, 1)} of {kept} kept |" if kept else "| 0 (short of 1) |"
+    assert used in (tmp_path / "mined" / "report.md").read_text()
 
 
 @pytest.mark.parametrize(

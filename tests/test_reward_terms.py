@@ -224,3 +224,34 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     result = compare(sides["raw"], sides["tuned"], None, load_encoder(str(tiny_encoder_dir)), ["r1", "r2", "length"])
     assert result["measures"][4:7] == ["r1_parsed", "r2_parsed", "length_parsed"]
     assert "| length_parsed |" in compare_markdown(result)
+
+
+def test_the_documented_example_term_by_hand():
+    from pathlib import Path
+
+    from hardcse.art.terms import load_term_function
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "reward_terms.py"
+    copy = load_term_function(f"{example}:demonstration_copy")
+    anchors = ["A cat sleeps on the mat.", "A dog runs.", "A dog runs."]
+    answers = ["The committee approved the cat.", "A dog is running fast.", None]
+    values = copy(anchors, answers, "positive", None)
+    # "the committee approved the cat": committee and approved come from the demonstration, not the anchor: 2 / 4
+    assert values[:2] == [0.5, 0.0] and np.isnan(values[2])
+
+
+def test_a_term_that_fails_at_the_first_step_stops_the_run_in_one_line(
+    terms_file, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, capsys
+):
+    from hardcse.cli import main
+
+    out = tmp_path / "tune"
+    args = ["art", "tune", "--config", "tune-cpu", "--out", str(out), f"encoder={tiny_encoder_dir}"]
+    args += [f"discriminator={tiny_nli_dir}", f"generator.model={tiny_lm_dir}", "generator.max_new_tokens=8"]
+    args += [f"anchors.corpus={corpus}", "anchors.held_out=5", "anchors.min_words=3", "rl.steps=2"]
+    args += ["rl.batch_size=4", "rl.minibatch_size=2", f"reward.terms=[{{fn: '{terms_file}:short'}}]"]
+    assert main(args) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip().startswith(("error", "Trace"))]
+    assert lines == [lines[0]] and lines[0].startswith("error: reward term 'short' (")
+    assert "returned 1 values for 2 positive rows" in lines[0]
+    assert not out.exists()  # no stage had finished: nothing is left (a later stage's failure keeps the earlier)

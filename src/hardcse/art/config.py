@@ -132,7 +132,7 @@ class RewardTermConfig(Checked):
     def term_name(self) -> str:
         from hardcse.art.terms import load_term_function
 
-        return self.name if self.name is not None else load_term_function(self.fn).__name__
+        return self.name if self.name is not None else getattr(load_term_function(self.fn), "__name__", "term")
 
 
 @dataclass

@@ -106,20 +106,19 @@ def plot_reward_per_round(rounds: list[Path], path: Path) -> Path | None:
         reward = np.array([r["reward"] for r in rows])
         total.plot(steps, reward, alpha=0.35)
         smooth_steps, smooth = _smoothed(steps, reward)
-        total.plot(smooth_steps, smooth, label=f"{name} ({WINDOW}-step mean)", color=total.lines[-1].get_color())
+        color = total.lines[-1].get_color()
+        total.plot(smooth_steps, smooth, marker=".", label=f"{name} ({WINDOW}-step mean)", color=color)
+        style = styles[k % len(styles)]
         for j, part in enumerate(("format", *term_names(rows))):
             values = np.array([r.get(f"reward_{part}", np.nan) for r in rows], dtype=float)
             smooth_steps, smooth = _smoothed(steps, values)
-            label = part if k == 0 else None
-            by_part.plot(smooth_steps, smooth, styles[k % len(styles)], color=f"C{j}", label=label)
+            by_part.plot(smooth_steps, smooth, style, marker=".", color=f"C{j}", label=part if k == 0 else None)
+        if len(logs) > 1:  # the line style names the round
+            by_part.plot([], [], style, color="black", label=name)
     total.set_ylabel("mean reward of the batch")
     total.set_title("Reward during generator tuning, per round")
     by_part.set_ylabel("adds to the mean reward")
-    by_part.set_title(
-        f"Reward by part ({WINDOW}-step means; rounds: "
-        + ", ".join(f"{styles[k % len(styles)]} {name}" for k, (name, _) in enumerate(logs))
-        + ")"
-    )
+    by_part.set_title(f"Reward by part (weighted; {WINDOW}-step means)")
     for ax in (total, by_part):
         ax.set_xlabel("RL step")
         ax.grid(alpha=0.3)
