@@ -255,3 +255,12 @@ def test_a_term_that_fails_at_the_first_step_stops_the_run_in_one_line(
     assert lines == [lines[0]] and lines[0].startswith("error: reward term 'short' (")
     assert "returned 1 values for 2 positive rows" in lines[0]
     assert not out.exists()  # no stage had finished: nothing is left (a later stage's failure keeps the earlier)
+
+
+def test_the_report_writes_the_reward_as_a_formula():
+    from hardcse.art.tuning_report import reward_formula
+
+    reward = {"w1": 0.5, "w2": 0.5, "dual": True, "terms": [{"fn": "f.py:copy", "weight": -4.0, "name": None}]}
+    assert reward_formula(reward) == "0.5 x r1 + 0.5 x r2 - 4.0 x copy (`f.py:copy`)"
+    assert reward_formula(reward | {"dual": False}) == "- 4.0 x copy (`f.py:copy`)"
+    assert reward_formula({"w1": 0.5, "w2": 0.0}) == "0.5 x r1 + 0.0 x r2"  # a config from before terms

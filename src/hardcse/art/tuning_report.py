@@ -39,12 +39,12 @@ def _ends(steps: list[dict]) -> tuple[int, list[dict], list[dict]]:
 
 
 def reward_formula(reward: dict) -> str:
-    """The reward of a saved config in one line: ``w1 0.5 x r1 + w2 0.5 x r2 + 0.1 x length (file.py:fn)``."""
-    parts = [f"w1 {reward['w1']} x r1 + w2 {reward['w2']} x r2"] if reward.get("dual", True) else []
+    """The reward of a saved config in one line: ``0.5 x r1 + 0.5 x r2 - 4.0 x copy (`file.py:fn`)``."""
+    parts = [(reward["w1"], "r1"), (reward["w2"], "r2")] if reward.get("dual", True) else []
     for term in reward.get("terms", []):
-        name = term["name"] or term["fn"].rpartition(":")[2]
-        parts.append(f"{term['weight']} x {name} (`{term['fn']}`)")
-    return " + ".join(parts)
+        parts.append((term["weight"], f"{term['name'] or term['fn'].rpartition(':')[2]} (`{term['fn']}`)"))
+    text = " ".join(f"{'-' if w < 0 else '+'} {abs(w)} x {name}" for w, name in parts)
+    return text.removeprefix("+ ")
 
 
 def rl_markdown(rounds: list[Path], config: dict) -> str:
