@@ -106,3 +106,41 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors[3:6]) == {a: one[a] for a in anchors[3:6]}  # a shard of the anchors
     assert any(p != n for p, n in one.values())  # positive and negative draw from different streams
     assert written(16, anchors, seed=8) != one  # and the seed matters
+
+
+def test_reuse_copies_a_tuned_generator_of_the_same_inputs(
+    tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, monkeypatch
+):
+    """reuse: true: the second tuning of the same inputs copies the first's generator and runs no RL; a change RL
+    reads (a reward weight) tunes again, a change it does not read (the filter) does not."""
+    import hardcse.art.tuning as tuning
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))  # this test's own: nothing kept from other runs
+    overrides = [
+        f"encoder={tiny_encoder_dir}",
+        f"discriminator={tiny_nli_dir}",
+        f"generator.model={tiny_lm_dir}",
+        "generator.max_new_tokens=8",
+        f"anchors.corpus={corpus}",
+        "anchors.held_out=5",
+        "anchors.min_words=3",
+        "rl.steps=1",
+        "rl.batch_size=4",
+        "rl.minibatch_size=2",
+        "reuse=true",
+    ]
+    first = tune_generator(load_config(TuneConfig, overrides=overrides), tmp_path / "w1", tmp_path / "g1")
+    calls = []
+    real = tuning.load_generator
+    monkeypatch.setattr(tuning, "load_generator", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    again = load_config(TuneConfig, overrides=[*overrides, "filter.min_entailment=0.9"])
+    second = tune_generator(again, tmp_path / "w2", tmp_path / "g2")
+    assert calls == []  # no RL
+    files = sorted(p.name for p in first.iterdir())
+    assert files == sorted(p.name for p in second.iterdir())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
+    other = load_config(TuneConfig, overrides=[*overrides, "reward.w2=0.1"])
+    tune_generator(other, tmp_path / "w3", tmp_path / "g3")
+    assert calls == [1]  # another reward: tuned again
+    assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 2

@@ -312,6 +312,11 @@ class TuneConfig(Checked):
     # the held-out cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
     # RL rollouts and every training step run in PyTorch.
     engine: str = "auto"
+    # Reuse what this machine computed before for the same inputs instead of computing it again: a round's tuned
+    # generator (<cache>/tuned/, hardcse/art/tuned_cache.py) and the texts of synthesis and the held-out comparison
+    # (<cache>/generations/). An ablation that shares a run's first round (without the filter) then skips its RL
+    # and generation. Off: every stage computes (the raw generator's held-out texts are cached either way).
+    reuse: bool = False
 
     def check(self) -> None:
         check_device("device", self.device)

@@ -179,7 +179,7 @@ def held_out_comparison(
             config.filter,
             work_dir / side,
             engine=config.engine,
-            cache_generations=side == "raw",
+            cache_generations=side == "raw" or config.reuse,
         )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None

@@ -199,6 +199,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             mining=config.mining,
             decontamination=config.decontamination,
             engine=config.engine,
+            cache_generations=config.reuse,
         )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done

@@ -240,6 +240,7 @@ def synthesis_run(
                 run.dir,
                 decontamination=config.decontamination,
                 engine=config.engine,
+                cache_generations=config.reuse,
             )
 
         done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)

@@ -29,6 +29,7 @@ from hardcse.art.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
 from hardcse.art.policy import PolicyTrainer, saved_state_exists
 from hardcse.art.ppo import PPOTrainer
 from hardcse.art.reward import Reward
+from hardcse.art.tuned_cache import copy_generator, is_cached, tuned_cache_dir
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
@@ -133,6 +134,11 @@ def tune_generator(
 
     if train_anchors is None:
         train_anchors = split_anchors(config.anchors).train
+    kept = tuned_cache_dir(config, train_anchors) if config.reuse else None
+    if kept is not None and is_cached(kept):  # tuned before on this machine from the same inputs
+        log.info("the tuned generator of these inputs was kept in %s: copied, no RL", kept)
+        run_on_main(lambda: copy_generator(kept, final))
+        return final
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
     reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
     check_rank_shares(config.rl)
@@ -173,6 +179,8 @@ def tune_generator(
                         for row in score.completions(trainer.step_count, rl.log_completions, rl.seed):
                             append_jsonl(fh, row)
     run_on_main(lambda: _finish(out_dir, final))
+    if kept is not None:
+        run_on_main(lambda: copy_generator(final, kept))
     return final
 
 
