@@ -182,3 +182,19 @@ def run_until_killed(args: list[str], stop_when, timeout: float = 300) -> None:
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert reached and process.returncode == -signal.SIGKILL, "the run ended before the kill point"
+
+
+@pytest.fixture
+def tiny_tune_overrides(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus) -> list[str]:
+    """The overrides that point a TuneConfig at the tiny models and corpus, with RL batches of 4 in minibatches of
+    2; a test adds its own steps and sizes."""
+    return [
+        f"encoder={tiny_encoder_dir}",
+        f"discriminator={tiny_nli_dir}",
+        f"generator.model={tiny_lm_dir}",
+        f"anchors.corpus={corpus}",
+        "anchors.held_out=5",
+        "anchors.min_words=3",
+        "rl.batch_size=4",
+        "rl.minibatch_size=2",
+    ]

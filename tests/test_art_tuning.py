@@ -28,18 +28,11 @@ def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):
         split_anchors(AnchorConfig(corpus=str(corpus), held_out=1000))
 
 
-def test_tune_resume_generate_judge(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
+def test_tune_resume_generate_judge(tiny_tune_overrides, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
     overrides = [
-        f"encoder={tiny_encoder_dir}",
-        f"discriminator={tiny_nli_dir}",
-        f"generator.model={tiny_lm_dir}",
+        *tiny_tune_overrides,
         "generator.max_new_tokens=16",
-        f"anchors.corpus={corpus}",
-        "anchors.held_out=5",
-        "anchors.min_words=3",
         "rl.steps=2",
-        "rl.batch_size=4",
-        "rl.minibatch_size=2",
         "rl.epochs=1",
         "rl.save_every=1",
     ]
@@ -108,25 +101,16 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors, seed=8) != one  # and the seed matters
 
 
-def test_reuse_copies_a_tuned_generator_of_the_same_inputs(
-    tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, monkeypatch
-):
+def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true: the second tuning of the same inputs copies the first's generator and runs no RL; a change RL
     reads (a reward weight) tunes again, a change it does not read (the filter) does not."""
     import hardcse.art.tuning as tuning
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))  # this test's own: nothing kept from other runs
     overrides = [
-        f"encoder={tiny_encoder_dir}",
-        f"discriminator={tiny_nli_dir}",
-        f"generator.model={tiny_lm_dir}",
+        *tiny_tune_overrides,
         "generator.max_new_tokens=8",
-        f"anchors.corpus={corpus}",
-        "anchors.held_out=5",
-        "anchors.min_words=3",
         "rl.steps=1",
-        "rl.batch_size=4",
-        "rl.minibatch_size=2",
         "reuse=true",
     ]
     first = tune_generator(load_config(TuneConfig, overrides=overrides), tmp_path / "w1", tmp_path / "g1")

@@ -175,7 +175,7 @@ def test_without_the_dual_reward_a_term_is_needed():
 
 
 def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
-    terms_file, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path
+    terms_file, tiny_tune_overrides, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path
 ):
     from hardcse.art.anchors import split_anchors
     from hardcse.art.config import FilterConfig
@@ -187,16 +187,9 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     from hardcse.encoder.build import load_encoder
 
     overrides = [
-        f"encoder={tiny_encoder_dir}",
-        f"discriminator={tiny_nli_dir}",
-        f"generator.model={tiny_lm_dir}",
+        *tiny_tune_overrides,
         "generator.max_new_tokens=12",
-        f"anchors.corpus={corpus}",
-        "anchors.held_out=5",
-        "anchors.min_words=3",
         "rl.steps=2",
-        "rl.batch_size=4",
-        "rl.minibatch_size=2",
         "rl.save_every=2",
         "rl.log_completions=3",
         f"reward.terms=[{{fn: '{terms_file}:words', weight: 0.05, name: length}}]",

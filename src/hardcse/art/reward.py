@@ -11,7 +11,7 @@ parser rejects gets ``invalid_penalty`` and no term.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,13 +90,16 @@ def dual_reward(
 def reward_terms(config: RewardConfig) -> list[Term]:
     """The reward's terms in order: r1 and r2 (``config.dual``), then the config's own."""
 
-    def r1(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
-        p_target = context.nli_probs[:, TARGET_LABEL[kind]]
-        return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[1]
+    def part(k: int) -> Callable[[list[str], list[str | None], str, TermContext], np.ndarray]:
+        """Term k of the dual reward: 1 for r1, 2 for r2 (:func:`dual_reward`'s outputs)."""
 
-    def r2(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
-        p_target = context.nli_probs[:, TARGET_LABEL[kind]]
-        return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[2]
+        def term(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
+            p_target = context.nli_probs[:, TARGET_LABEL[kind]]
+            return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[k]
+
+        return term
+
+    r1, r2 = part(1), part(2)
 
     terms = [Term("r1", config.w1, r1, "built-in"), Term("r2", config.w2, r2, "built-in")] if config.dual else []
     return terms + [Term(t.term_name, t.weight, load_term_function(t.fn), t.fn) for t in config.terms]
