@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from hardcse.art.anchors import anchors_for_step, split_anchors
 from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
@@ -128,3 +129,44 @@ def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, 
     tune_generator(other, tmp_path / "w3", tmp_path / "g3")
     assert calls == [1]  # another reward: tuned again
     assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 2
+
+
+def test_reuse_continues_a_kept_shorter_tuning_of_the_same_anchors(tiny_tune_overrides, tmp_path, monkeypatch):
+    """reuse: true: a 3-step tuning whose first 2 steps were kept continues from them (one RL step, not three) and
+    ends with the adapter, value head, optimizer and log an uninterrupted 3-step tuning ends with; steps that read
+    other anchors start from scratch."""
+    import hardcse.art.tuning as tuning
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    overrides = [*tiny_tune_overrides, "generator.max_new_tokens=8", "rl.save_every=1", "rl.log_completions=2"]
+    config = load_config(TuneConfig, overrides=overrides)
+    anchors = split_anchors(config.anchors).train[:12]  # 3 steps of 4
+    straight = tune_generator(
+        load_config(TuneConfig, overrides=[*overrides, "rl.steps=3"]), tmp_path / "w0", tmp_path / "g0"
+    )
+    reuse = [*overrides, "reuse=true"]
+    tune_generator(
+        load_config(TuneConfig, overrides=[*reuse, "rl.steps=2"]), tmp_path / "w1", tmp_path / "g1", anchors[:8]
+    )
+
+    steps = []
+    real = tuning.PPOTrainer.step
+    monkeypatch.setattr(tuning.PPOTrainer, "step", lambda self, *a, **k: steps.append(1) or real(self, *a, **k))
+    longer = tune_generator(
+        load_config(TuneConfig, overrides=[*reuse, "rl.steps=3"]), tmp_path / "w2", tmp_path / "g2", anchors
+    )
+    assert steps == [1]  # steps 1-2 came from the kept 2-step tuning
+    assert (longer / "adapter_model.safetensors").read_bytes() == (straight / "adapter_model.safetensors").read_bytes()
+    state = [torch.load(g / "rl_state.pt", weights_only=True) for g in (longer, straight)]
+    torch.testing.assert_close(*state, rtol=0, atol=0)  # optimizer moments and the value head
+    untimed = [
+        [{k: v for k, v in row.items() if not k.endswith("_s")} for row in read_jsonl(g / "rl_log.jsonl")]
+        for g in (longer, straight)
+    ]
+    assert untimed[0] == untimed[1]  # every number but the seconds
+    assert [row["step"] for row in read_jsonl(longer / "completions.jsonl")] == [1, 1, 2, 2, 3, 3]
+
+    steps.clear()  # the first 2 steps of these anchors read other anchors than the kept tuning's: no prefix
+    other = [*anchors[4:8], *anchors[:4], *anchors[8:]]
+    tune_generator(load_config(TuneConfig, overrides=[*reuse, "rl.steps=3"]), tmp_path / "w3", tmp_path / "g3", other)
+    assert steps == [1, 1, 1]

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import torch
 
@@ -46,12 +47,27 @@ def join_process_group() -> None:
 
 
 def leave_process_group() -> None:
-    """Destroy the process group before the interpreter exits. Left to interpreter shutdown, gloo's worker threads
-    can still hold tensors whose release needs the GIL then being torn down: the process aborts (SIGABRT) now and
-    then although its command succeeded (see pytorch/pytorch#179291). It does not cure the abort during 2-process
-    CPU training described in docs/scale.md (known issue)."""
+    """Destroy the process group (a command's end under a launcher; :func:`end_launched_process` then exits)."""
     if _initialized():
         torch.distributed.destroy_process_group()
+
+
+def end_launched_process(status: int) -> NoReturn:
+    """Exit a launched process with ``status`` without interpreter shutdown, after flushing logs and output.
+
+    Why: ``destroy_process_group`` does not stop gloo's worker threads (gloo has no ``shutdown``; the threads are
+    joined only when the last reference to the C++ process group goes, and DDP's reducer keeps one). A worker that
+    finishes a collective after the main thread's ``work.wait()`` returned still holds that work's tensors; when it
+    drops them, their Python objects are freed, which takes the GIL. If the main thread is by then in
+    ``Py_FinalizeEx``, Python 3.11 ends the waiting thread with ``pthread_exit``, whose unwinding through a C++
+    destructor calls ``std::terminate``: "terminate called without an active exception", SIGABRT, after a command
+    that succeeded (pytorch/pytorch#190489). It needs the worker to be preempted in that window, so it showed under
+    load only (docs/scale.md). ``os._exit`` never starts the shutdown. hardcse registers no ``atexit`` work."""
+    leave_process_group()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(status)
 
 
 def _initialized() -> bool:

@@ -315,7 +315,8 @@ class TuneConfig(Checked):
     # Reuse what this machine computed before for the same inputs instead of computing it again: a round's tuned
     # generator (<cache>/tuned/, hardcse/art/tuned_cache.py) and the texts of synthesis and the held-out comparison
     # (<cache>/generations/). An ablation that shares a run's first round (without the filter) then skips its RL
-    # and generation. Off: every stage computes (the raw generator's held-out texts are cached either way).
+    # and generation; a longer tuning whose first steps are a kept one's (one round) continues from it.
+    # Off: every stage computes (the raw generator's held-out texts are cached either way).
     reuse: bool = False
 
     def check(self) -> None:

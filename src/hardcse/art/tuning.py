@@ -29,7 +29,7 @@ from hardcse.art.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
 from hardcse.art.policy import PolicyTrainer, saved_state_exists
 from hardcse.art.ppo import PPOTrainer
 from hardcse.art.reward import Reward
-from hardcse.art.tuned_cache import copy_generator, is_cached, tuned_cache_dir
+from hardcse.art.tuned_cache import copy_generator, is_cached, kept_prefix, start_from, tuned_cache_dir
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
@@ -143,6 +143,10 @@ def tune_generator(
     reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
     check_rank_shares(config.rl)
     run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
+    prefix = kept_prefix(config, train_anchors) if kept is not None and not saved_state_exists(checkpoint) else None
+    if prefix is not None:  # its first steps were tuned before on this machine (tuned_cache.py)
+        log.info("steps 1-%d of these inputs were kept in %s: RL continues from there", prefix[1], prefix[0])
+        run_on_main(lambda: start_from(prefix[0], checkpoint, out_dir))
     resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process

@@ -68,20 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
     from hardcse import run_folder
-    from hardcse.distributed import launched_world_size, leave_process_group
+    from hardcse.distributed import end_launched_process, launched_world_size, leave_process_group
 
     run_folder.INVOCATION = ["hardcse", *(sys.argv[1:] if argv is None else argv)]
+    status = 0
     try:
         _join_launched_processes()
         args.func(args)
     except HardcseError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        status = 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        status = 130
     finally:
         run_folder.INVOCATION = None  # a library call later in this process is no CLI invocation
         if launched_world_size() > 1:
             leave_process_group()
-    return 0
+    if argv is None and launched_world_size() > 1:  # the command line of a launched process: exit here
+        end_launched_process(status)  # without interpreter shutdown, where gloo's threads could abort it
+    return status
