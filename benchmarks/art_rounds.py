@@ -9,8 +9,10 @@ hash of the training config, the NLI data and the base model: the same inputs fi
 runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or
 with --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
 writes benchmarks/results/art_rounds.md: one `art compare` table with each run's avg7 against its round 0 and
-against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, and every run's
-report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
+against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, the evidence
+in two tables and one plot (art_rounds/evidence.png): held-out tuned - raw generator per round (reward, format,
+meaning, judge) and each final encoder against the raw-LLM baseline's and cpu-full's (avg7 and STS-B dev), and
+every run's report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
 Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
 repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
 round's eval.json with per-pair cosines, held-out comparison, synthesis, measures, training, kept triplets and RL
@@ -36,6 +38,7 @@ from hardcse.run_folder import seeds as seed_keys
 
 RESULTS = Path(__file__).parent / "results"
 BASELINE = "baseline-raw-llm"
+MAIN = "cpu-full"
 RUNS = {
     name: f"configs/{name}.yaml"
     for name in (
@@ -167,6 +170,7 @@ def main() -> None:
         "",
         compare_runs(folders, baseline=baseline),
         "",
+        *evidence_lines(folders, baseline, plots / "evidence.png"),
         "Wall time (sum of stages): " + ", ".join(f"{f.name} {minutes(f):.1f} min" for f in folders),
         "",
         *seed_groups(folders, baseline, len(args.seeds)),
@@ -179,6 +183,122 @@ def main() -> None:
         lines += [report.replace("# ART run", "## ART run", 1), ""]
     (RESULTS / "art_rounds.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines[: 12 + len(folders)]))
+
+
+HELDOUT = {  # held-out measure: what it answers (heldout.json keys; tuned - raw)
+    "reward": "reward",
+    "parse_failure": "format: parse failures",
+    "reward_parsed": "meaning: reward of parsed answers",
+    "p_target_parsed": "meaning: P(target label) of parsed",
+    "judged_correct": "judge accuracy",
+}
+
+
+def heldout_rows(folder: Path) -> list[tuple[str, dict]]:
+    """(round, heldout.json) for every round of a run that compared the raw and the tuned generator."""
+    rows = []
+    for path in sorted(folder.glob("round_*/heldout.json"), key=lambda p: int(p.parent.name.split("_")[1])):
+        rows.append((path.parent.name, json.loads(path.read_text())))
+    return rows
+
+
+def final_against(folder: Path, baseline: Path) -> dict:
+    """The run's final encoder minus the baseline's: avg7 and STS-B dev with paired bootstrap intervals."""
+    from hardcse.evaluation.paired import paired_sts_bootstrap
+    from hardcse.evaluation.results import last_round_eval
+
+    a, b = last_round_eval(baseline), last_round_eval(folder)
+    names = (str(baseline), str(folder))
+    return {
+        "avg7": paired_sts_bootstrap(a, b, names=names)["avg7"],
+        "STS-B dev": paired_sts_bootstrap(a, b, tasks=("STS-B-dev",), names=names)["STS-B-dev"],
+    }
+
+
+def evidence_lines(folders: list[Path], baseline: Path | None, png: Path) -> list[str]:
+    """ART's questions in one table each (held-out tuned - raw per round; final encoder - the raw-LLM baseline and
+    - cpu-full) and one plot of both."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    main = next((f for f in folders if f.name.startswith(f"{MAIN}-seed-")), None)
+    lines = [*heldout_evidence(folders, left), *final_evidence(folders, [r for r in (baseline, main) if r], right)]
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [*lines, f"![evidence](art_rounds/{png.name})", ""]
+
+
+def heldout_evidence(folders: list[Path], ax) -> list[str]:
+    """The held-out table (every run that tunes, every round) and its panel: reward, format and meaning."""
+    lines = [
+        "Held-out anchors, tuned - raw generator per round (95% bootstrap intervals over anchors, paired; * excludes"
+        " zero): is the tuned generator's data better, and is the gain format or meaning?",
+        "",
+        "| run | round | " + " | ".join(HELDOUT.values()) + " |",
+        "|---|---|" + "---:|" * len(HELDOUT),
+    ]
+    keys = {"reward": "reward", "parse_failure": "parse fail", "p_target_parsed": "P(target)"}  # panel: short names
+    tuned = [(f, rows) for f in folders if (rows := heldout_rows(f))]
+    width = 0.8 / max(1, len(tuned))
+    for i, (folder, rows) in enumerate(tuned):
+        for r, (name, record) in enumerate(rows):
+            cells = []
+            for key in HELDOUT:
+                d = record[key]["difference"]
+                star = " *" if d["low"] > 0 or d["high"] < 0 else ""
+                cells.append(f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{star}")
+            lines.append(f"| {folder.name} | {name} | " + " | ".join(cells) + " |")
+            for k, key in enumerate(keys):
+                d = record[key]["difference"]
+                x = k * (len(rows) + 1) + r + (i - (len(tuned) - 1) / 2) * width
+                err = [[d["estimate"] - d["low"]], [d["high"] - d["estimate"]]]
+                label = folder.name if (k, r) == (0, 0) else None
+                ax.errorbar(x, d["estimate"], yerr=err, fmt="o", color=f"C{i}", capsize=3, label=label)
+    ax.axis("on" if tuned else "off")
+    if tuned:
+        n_rounds = max(len(rows) for _, rows in tuned)
+        ticks = [k * (n_rounds + 1) + r for k in range(len(keys)) for r in range(n_rounds)]
+        ax.set_xticks(ticks, [f"{name}\nround {r + 1}" for name in keys.values() for r in range(n_rounds)], fontsize=7)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_title("held-out: tuned - raw generator (95% CI; P(target): of parsed answers)")
+        ax.legend(fontsize=7)
+    return [*lines, ""]
+
+
+def final_evidence(folders: list[Path], references: list[Path], ax) -> list[str]:
+    """Each run's final encoder against each reference's (avg7, STS-B dev); the panel shows the first reference."""
+    rows = [(f, [final_against(f, ref) if f != ref else None for ref in references]) for f in folders]
+    rows = [(f, diffs) for f, diffs in rows if any(diffs)]
+    ax.axis("on" if rows else "off")
+    if not rows:
+        return []
+    header = " | ".join(f"{what} - {ref.name}" for ref in references for what in ("avg7", "STS-B dev"))
+    lines = [
+        "Final encoders (paired bootstrap 95% intervals over test pairs; * excludes zero):",
+        "",
+        f"| run | {header} |",
+        "|---|" + "---:|" * (2 * len(references)),
+    ]
+    for folder, diffs in rows:
+        pairs = [d for diff in diffs for d in (diff.values() if diff else (None, None))]
+        cells = [d.signed() + (" *" if d.excludes_zero() else "") if d else "" for d in pairs]
+        lines.append(f"| {folder.name} | " + " | ".join(cells) + " |")
+    shown = [(f, diffs[0]) for f, diffs in rows if diffs[0]]
+    for j, (_, diff) in enumerate(shown):
+        for k, (what, d) in enumerate(diff.items()):
+            y = len(shown) - j + (0.15 if k else -0.15)
+            err = [[d.estimate - d.low], [d.high - d.estimate]]
+            label = what if j == 0 else None
+            ax.errorbar(d.estimate, y, xerr=err, fmt="os"[k], color=f"C{k}", capsize=3, label=label)
+    ax.set_yticks(range(len(shown), 0, -1), [f.name for f, _ in shown], fontsize=7)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_title(f"final encoder - {references[0].name} (95% CI)")
+    ax.legend(fontsize=7)
+    return [*lines, ""]
 
 
 DEFAULT_SEED = 42
