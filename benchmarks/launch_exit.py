@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -75,7 +76,7 @@ def main() -> None:
         "busy_loops": args.busy,
         **{k: outcomes.count(k) for k in ("passed", "aborted", "failed")},
         "minutes": round((time.perf_counter() - start) / 60, 1),
-        "command": "python benchmarks/launch_exit.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/launch_exit.py " + shlex.join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d"),
         "cpu_flags": cpu_flags(),
         "cores": os.cpu_count(),
