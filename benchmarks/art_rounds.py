@@ -34,7 +34,10 @@ from pathlib import Path
 from hardcse.art.report import compare_runs, write_report
 from hardcse.cli import main as hardcse
 from hardcse.config import load_config
+from hardcse.evaluation.compare import interval_cell
+from hardcse.run_folder import round_dirs
 from hardcse.run_folder import seeds as seed_keys
+from hardcse.stats import Interval
 
 RESULTS = Path(__file__).parent / "results"
 BASELINE = "baseline-raw-llm"
@@ -196,10 +199,11 @@ HELDOUT = {  # held-out measure: what it answers (heldout.json keys; tuned - raw
 
 def heldout_rows(folder: Path) -> list[tuple[str, dict]]:
     """(round, heldout.json) for every round of a run that compared the raw and the tuned generator."""
-    rows = []
-    for path in sorted(folder.glob("round_*/heldout.json"), key=lambda p: int(p.parent.name.split("_")[1])):
-        rows.append((path.parent.name, json.loads(path.read_text())))
-    return rows
+    return [
+        (d.name, json.loads((d / "heldout.json").read_text()))
+        for d in round_dirs(folder)
+        if (d / "heldout.json").is_file()
+    ]
 
 
 def final_against(folder: Path, baseline: Path) -> dict:
@@ -246,18 +250,14 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
     width = 0.8 / max(1, len(tuned))
     for i, (folder, rows) in enumerate(tuned):
         for r, (name, record) in enumerate(rows):
-            cells = []
-            for key in HELDOUT:
-                d = record[key]["difference"]
-                star = " *" if d["low"] > 0 or d["high"] < 0 else ""
-                cells.append(f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{star}")
+            diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT}
+            cells = [interval_cell(diff[key], digits=3) for key in HELDOUT]
             lines.append(f"| {folder.name} | {name} | " + " | ".join(cells) + " |")
             for k, key in enumerate(keys):
-                d = record[key]["difference"]
+                d = diff[key]
                 x = k * (len(rows) + 1) + r + (i - (len(tuned) - 1) / 2) * width
-                err = [[d["estimate"] - d["low"]], [d["high"] - d["estimate"]]]
                 label = folder.name if (k, r) == (0, 0) else None
-                ax.errorbar(x, d["estimate"], yerr=err, fmt="o", color=f"C{i}", capsize=3, label=label)
+                ax.errorbar(x, d.estimate, yerr=_error_bar(d), fmt="o", color=f"C{i}", capsize=3, label=label)
     ax.axis("on" if tuned else "off")
     if tuned:
         n_rounds = max(len(rows) for _, rows in tuned)
@@ -284,21 +284,24 @@ def final_evidence(folders: list[Path], references: list[Path], ax) -> list[str]
         "|---|" + "---:|" * (2 * len(references)),
     ]
     for folder, diffs in rows:
-        pairs = [d for diff in diffs for d in (diff.values() if diff else (None, None))]
-        cells = [d.signed() + (" *" if d.excludes_zero() else "") if d else "" for d in pairs]
+        cells = [interval_cell(d) for diff in diffs for d in (diff.values() if diff else (None, None))]
         lines.append(f"| {folder.name} | " + " | ".join(cells) + " |")
     shown = [(f, diffs[0]) for f, diffs in rows if diffs[0]]
     for j, (_, diff) in enumerate(shown):
         for k, (what, d) in enumerate(diff.items()):
             y = len(shown) - j + (0.15 if k else -0.15)
-            err = [[d.estimate - d.low], [d.high - d.estimate]]
             label = what if j == 0 else None
-            ax.errorbar(d.estimate, y, xerr=err, fmt="os"[k], color=f"C{k}", capsize=3, label=label)
+            ax.errorbar(d.estimate, y, xerr=_error_bar(d), fmt="os"[k], color=f"C{k}", capsize=3, label=label)
     ax.set_yticks(range(len(shown), 0, -1), [f.name for f, _ in shown], fontsize=7)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_title(f"final encoder - {references[0].name} (95% CI)")
     ax.legend(fontsize=7)
     return [*lines, ""]
+
+
+def _error_bar(d: Interval) -> list[list[float]]:
+    """matplotlib's asymmetric error bar of one interval."""
+    return [[d.estimate - d.low], [d.high - d.estimate]]
 
 
 DEFAULT_SEED = 42

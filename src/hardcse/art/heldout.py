@@ -35,7 +35,7 @@ from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
-from hardcse.stats import paired_bootstrap
+from hardcse.stats import Interval, paired_bootstrap
 
 DUAL_TERMS = ("r1", "r2")
 
@@ -144,7 +144,7 @@ def compare_markdown(result: dict) -> str:
             lines.append(f"| {name} | - | - | - |")
             continue
         d = r["difference"]
-        mark = " *" if d["low"] > 0 or d["high"] < 0 else ""
+        mark = " *" if Interval(**d).excludes_zero() else ""
         lines.append(f"| {name} | {cell(r['raw'])} | {cell(r['tuned'])} | {cell(d)}{mark} |")
     lines += ["", "\\* the interval of the difference excludes zero."]
     return "\n".join(lines)

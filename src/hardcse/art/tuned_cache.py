@@ -48,10 +48,11 @@ def tuned_cache_dir(config: TuneConfig, train_anchors: list[str]) -> Path:
     return _entry(_family(config), config, train_anchors, config.rl.steps)
 
 
-def kept_prefix(config: TuneConfig, train_anchors: list[str]) -> tuple[Path, int] | None:
-    """The longest kept tuning of the same inputs with fewer steps than ``rl.steps`` whose steps read the anchors
-    this tuning's first steps read, and its number of steps; None when there is none."""
-    family = _family(config)
+def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tuple[Path, int] | None:
+    """The longest kept tuning beside ``entry`` (this tuning's :func:`tuned_cache_dir`: the same inputs) with fewer
+    steps than ``rl.steps`` whose steps read the anchors this tuning's first steps read, and its number of steps;
+    None when there is none."""
+    family = entry.parent
     counts = (int(m.group(1)) for p in family.glob("steps-*") if (m := ENTRY.fullmatch(p.name)))
     for steps in sorted((n for n in counts if n < config.rl.steps), reverse=True):
         entry = _entry(family, config, train_anchors, steps)

@@ -143,7 +143,7 @@ def tune_generator(
     reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
     check_rank_shares(config.rl)
     run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
-    prefix = kept_prefix(config, train_anchors) if kept is not None and not saved_state_exists(checkpoint) else None
+    prefix = None if kept is None or saved_state_exists(checkpoint) else kept_prefix(kept, config, train_anchors)
     if prefix is not None:  # its first steps were tuned before on this machine (tuned_cache.py)
         log.info("steps 1-%d of these inputs were kept in %s: RL continues from there", prefix[1], prefix[0])
         run_on_main(lambda: start_from(prefix[0], checkpoint, out_dir))

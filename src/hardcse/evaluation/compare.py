@@ -94,11 +94,11 @@ def _cell(summary: tuple[float, float, int] | None) -> str:
     return f"{mean:.2f} ± {sd:.2f}" if n > 1 else f"{mean:.2f}"
 
 
-def interval_cell(interval: Interval | None) -> str:
+def interval_cell(interval: Interval | None, digits: int = 2) -> str:
     """A table cell: the difference with its interval, * when the interval excludes zero."""
     if interval is None:
         return ""
-    return interval.signed() + (" *" if interval.excludes_zero() else "")
+    return interval.signed(digits) + (" *" if interval.excludes_zero() else "")
 
 
 def comparison_markdown(c: Comparison) -> str:
