@@ -8,10 +8,11 @@ CACHE/nli/nli-minilm-KEY`, `hardcse nli train --config configs/nli-judge.yaml --
 hash of the training config, the NLI data and the base model: the same inputs find the same model again) and links
 runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or
 with --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
-writes benchmarks/results/art_rounds.md: one `art compare` table with each run's avg7 against its round 0 and
-against the raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run, the evidence
-in two tables and one plot (art_rounds/evidence.png): held-out tuned - raw generator per round (reward, format,
-meaning, judge) and each final encoder against the raw-LLM baseline's and cpu-full's (avg7 and STS-B dev), and
+writes benchmarks/results/art_rounds.md: per seed, one `art compare` table with each run's avg7 against its round 0
+and against the same seed's raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run,
+the evidence in two tables and one plot (art_rounds/evidence.png): held-out tuned - raw generator per round (reward,
+format, meaning, judge) and each setting's final encoders (the mean over its seeds) against the raw-LLM baseline's
+and cpu-full's (avg7 and STS-B dev; test pairs and seeds resampled, paired by seed where both ran it), and
 every run's report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
 Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
 repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
@@ -20,8 +21,7 @@ log; no weights, no full generations), so evidence outlives a session: a plain r
 ``--skip-runs`` rebuilds every table, report and plot from the records alone. `--seeds` (default 42, the
 configs' own) runs each config once per seed, every `seed` key of the config set to it (runs/NAME for 42,
 runs/NAME-seed-S otherwise);
-with more than one seed the file adds a `hardcse compare` table: each setting as mean ± sd over its seeds and its
-paired bootstrap interval against the raw-LLM baseline (test pairs and seeds resampled).
+with more than one seed of a setting the file adds the full `hardcse compare` tables (every task, mean ± sd).
 """
 
 import argparse
@@ -34,7 +34,9 @@ from pathlib import Path
 from hardcse.art.report import compare_runs, write_report
 from hardcse.cli import main as hardcse
 from hardcse.config import load_config
-from hardcse.evaluation.compare import interval_cell
+from hardcse.data.sts import DEV_TASK
+from hardcse.evaluation.compare import Comparison, comparison_markdown, interval_cell
+from hardcse.evaluation.results import Result
 from hardcse.run_folder import round_dirs
 from hardcse.run_folder import seeds as seed_keys
 from hardcse.stats import Interval
@@ -154,9 +156,9 @@ def main() -> None:
     folders = [record_dir(*n) for n in names if is_finished(record_dir(*n))]
     if not folders:
         sys.exit(f"error: no finished run recorded in {RECORDS} yet; run without --skip-runs first")
-    baseline = next((f for f in folders if f.name.startswith(f"{BASELINE}-seed-")), None)
     plots = RESULTS / "art_rounds"
     plots.mkdir(parents=True, exist_ok=True)
+    comparison = final_comparison(setting_groups(folders))
     lines = [
         f"# ART on a 2-core CPU: adaptive rounds, baselines and ablations ({date.today()})",
         "",
@@ -171,12 +173,11 @@ def main() -> None:
         "python benchmarks/art_rounds.py --skip-runs   # this file",
         "```",
         "",
-        compare_runs(folders, baseline=baseline),
-        "",
-        *evidence_lines(folders, baseline, plots / "evidence.png"),
+        *per_seed_tables(folders),
+        *evidence_lines(folders, comparison, plots / "evidence.png"),
         "Wall time (sum of stages): " + ", ".join(f"{f.name} {minutes(f):.1f} min" for f in folders),
         "",
-        *seed_groups(folders, baseline, len(args.seeds)),
+        *seed_groups(comparison),
     ]
     for folder in folders:
         report = write_report(folder).read_text(encoding="utf-8")
@@ -206,30 +207,53 @@ def heldout_rows(folder: Path) -> list[tuple[str, dict]]:
     ]
 
 
-def final_against(folder: Path, baseline: Path) -> dict:
-    """The run's final encoder minus the baseline's: avg7 and STS-B dev with paired bootstrap intervals."""
-    from hardcse.evaluation.paired import paired_sts_bootstrap
-    from hardcse.evaluation.results import last_round_eval
+def setting_groups(folders: list[Path]) -> dict[str, list[Result]]:
+    """Each config's finished records (one per seed), named by the config: the groups of ``hardcse compare``."""
+    from hardcse.evaluation.results import load_result
 
-    a, b = last_round_eval(baseline), last_round_eval(folder)
-    names = (str(baseline), str(folder))
-    return {
-        "avg7": paired_sts_bootstrap(a, b, names=names)["avg7"],
-        "STS-B dev": paired_sts_bootstrap(a, b, tasks=("STS-B-dev",), names=names)["STS-B-dev"],
-    }
+    groups: dict[str, list[Result]] = {}
+    for folder in folders:
+        groups.setdefault(setting(folder), []).append(load_result(str(folder)))
+    return groups
 
 
-def evidence_lines(folders: list[Path], baseline: Path | None, png: Path) -> list[str]:
-    """ART's questions in one table each (held-out tuned - raw per round; final encoder - the raw-LLM baseline and
-    - cpu-full) and one plot of both."""
+def setting(folder: Path) -> str:
+    """The config name of a record folder NAME-seed-S."""
+    return folder.name.rsplit("-seed-", 1)[0]
+
+
+def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
+    """Every setting's final encoders against the raw-LLM baseline's and cpu-full's (the references present):
+    group means with paired bootstrap intervals over test pairs and seeds (paired by seed where both ran it)."""
+    from hardcse.evaluation.compare import compare_groups
+
+    pairs = [(BASELINE, name) for name in groups if BASELINE in groups and name != BASELINE]
+    pairs += [(MAIN, name) for name in groups if MAIN in groups and name not in (MAIN, BASELINE)]
+    return compare_groups(groups, pairs)
+
+
+def per_seed_tables(folders: list[Path]) -> list[str]:
+    """One `art compare` table per seed: each run against its round 0 and the same seed's raw-LLM baseline."""
+    lines = []
+    seeds = list(dict.fromkeys(f.name.rsplit("-seed-", 1)[1] for f in folders))
+    for seed in seeds:
+        members = [f for f in folders if f.name.endswith(f"-seed-{seed}")]
+        baseline = next((f for f in members if setting(f) == BASELINE), None)
+        title = [f"Seed {seed}:", ""] if len(seeds) > 1 else []
+        lines += [*title, compare_runs(members, baseline=baseline), ""]
+    return lines
+
+
+def evidence_lines(folders: list[Path], comparison: Comparison, png: Path) -> list[str]:
+    """ART's questions in one table each (held-out tuned - raw per round; final encoders - the raw-LLM baseline's
+    and - cpu-full's) and one plot of both."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
-    main = next((f for f in folders if f.name.startswith(f"{MAIN}-seed-")), None)
-    lines = [*heldout_evidence(folders, left), *final_evidence(folders, [r for r in (baseline, main) if r], right)]
+    lines = [*heldout_evidence(folders, left), *final_evidence(comparison, right)]
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
@@ -247,7 +271,11 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
     ]
     keys = {"reward": "reward", "parse_failure": "parse fail", "p_target_parsed": "P(target)"}  # panel: short names
     tuned = [(f, rows) for f in folders if (rows := heldout_rows(f))]
+    n_rounds = max((len(rows) for _, rows in tuned), default=0)
     width = 0.8 / max(1, len(tuned))
+    # one colour per setting, one marker per seed
+    colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(setting(f) for f, _ in tuned))}
+    markers = {seed: "osD^v"[i % 5] for i, seed in enumerate(dict.fromkeys(f.name.rsplit("-", 1)[1] for f, _ in tuned))}
     for i, (folder, rows) in enumerate(tuned):
         for r, (name, record) in enumerate(rows):
             diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT}
@@ -255,12 +283,12 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
             lines.append(f"| {folder.name} | {name} | " + " | ".join(cells) + " |")
             for k, key in enumerate(keys):
                 d = diff[key]
-                x = k * (len(rows) + 1) + r + (i - (len(tuned) - 1) / 2) * width
+                x = k * (n_rounds + 1) + r + (i - (len(tuned) - 1) / 2) * width
                 label = folder.name if (k, r) == (0, 0) else None
-                ax.errorbar(x, d.estimate, yerr=_error_bar(d), fmt="o", color=f"C{i}", capsize=3, label=label)
+                style = {"fmt": markers[folder.name.rsplit("-", 1)[1]], "color": colours[setting(folder)]}
+                ax.errorbar(x, d.estimate, yerr=_error_bar(d), capsize=3, label=label, **style)
     ax.axis("on" if tuned else "off")
     if tuned:
-        n_rounds = max(len(rows) for _, rows in tuned)
         ticks = [k * (n_rounds + 1) + r for k in range(len(keys)) for r in range(n_rounds)]
         ax.set_xticks(ticks, [f"{name}\nround {r + 1}" for name in keys.values() for r in range(n_rounds)], fontsize=7)
         ax.axhline(0, color="grey", lw=0.8)
@@ -269,32 +297,37 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
     return [*lines, ""]
 
 
-def final_evidence(folders: list[Path], references: list[Path], ax) -> list[str]:
-    """Each run's final encoder against each reference's (avg7, STS-B dev); the panel shows the first reference."""
-    rows = [(f, [final_against(f, ref) if f != ref else None for ref in references]) for f in folders]
-    rows = [(f, diffs) for f, diffs in rows if any(diffs)]
-    ax.axis("on" if rows else "off")
-    if not rows:
+def final_evidence(c: Comparison, ax) -> list[str]:
+    """The final-encoder table (avg7 and STS-B dev against each reference) and its panel (the first reference)."""
+    references = list(dict.fromkeys(a for a, _ in c.pairs))
+    ax.axis("on" if c.pairs else "off")
+    if not c.pairs:
         return []
-    header = " | ".join(f"{what} - {ref.name}" for ref in references for what in ("avg7", "STS-B dev"))
+    header = " | ".join(f"{what} - {ref}" for ref in references for what in ("avg7", "STS-B dev"))
     lines = [
-        "Final encoders (paired bootstrap 95% intervals over test pairs; * excludes zero):",
+        "Final encoders, mean over each setting's seeds (paired bootstrap 95% intervals over test pairs and seeds;"
+        " * excludes zero):",
         "",
-        f"| run | {header} |",
-        "|---|" + "---:|" * (2 * len(references)),
+        f"| run | seeds | {header} |",
+        "|---|---|" + "---:|" * (2 * len(references)),
     ]
-    for folder, diffs in rows:
-        cells = [interval_cell(d) for diff in diffs for d in (diff.values() if diff else (None, None))]
-        lines.append(f"| {folder.name} | " + " | ".join(cells) + " |")
-    shown = [(f, diffs[0]) for f, diffs in rows if diffs[0]]
+    for name, members in c.groups.items():
+        diffs = [c.differences.get((ref, name)) for ref in references]
+        if not any(diffs):
+            continue
+        cells = [interval_cell(d[col] if d else None) for d in diffs for col in ("avg7", DEV_TASK)]
+        seeds = ", ".join(str(m.seed) for m in members)
+        lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
+    shown = [(b, diff) for (a, b), diff in c.differences.items() if a == references[0]]
     for j, (_, diff) in enumerate(shown):
-        for k, (what, d) in enumerate(diff.items()):
+        for k, (what, column) in enumerate((("avg7", "avg7"), ("STS-B dev", DEV_TASK))):
+            d = diff[column]
             y = len(shown) - j + (0.15 if k else -0.15)
             label = what if j == 0 else None
             ax.errorbar(d.estimate, y, xerr=_error_bar(d), fmt="os"[k], color=f"C{k}", capsize=3, label=label)
-    ax.set_yticks(range(len(shown), 0, -1), [f.name for f, _ in shown], fontsize=7)
+    ax.set_yticks(range(len(shown), 0, -1), [f"{b} ({len(c.groups[b])})" for b, _ in shown], fontsize=7)
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_title(f"final encoder - {references[0].name} (95% CI)")
+    ax.set_title(f"final encoder - {references[0]} (95% CI; seeds)")
     ax.legend(fontsize=7)
     return [*lines, ""]
 
@@ -322,22 +355,11 @@ def seed_overrides(name: str, seed: int) -> list[str]:
     return [f"{'' if key == 'seed' else key + '.'}seed={seed}" for key in keys]
 
 
-def seed_groups(folders: list[Path], baseline: Path | None, n_seeds: int) -> list[str]:
-    """With several seeds: each setting's final encoders as mean ± sd, against the raw-LLM baseline's group."""
-    if n_seeds < 2:
+def seed_groups(c: Comparison) -> list[str]:
+    """With several seeds of a setting: the full `hardcse compare` tables (scores per task as mean ± sd)."""
+    if all(len(members) < 2 for members in c.groups.values()):
         return []
-    from hardcse.evaluation.compare import compare_groups, comparison_markdown
-    from hardcse.evaluation.results import group_by_seed, load_result
-
-    groups = group_by_seed([load_result(str(f)) for f in folders])
-    base = next((g for g, members in groups.items() if baseline and any(BASELINE in m.label for m in members)), None)
-    pairs = [(base, g) for g in groups if base and g != base]
-    return [
-        "Across seeds (`hardcse compare`, final round of each run):",
-        "",
-        comparison_markdown(compare_groups(groups, pairs)),
-        "",
-    ]
+    return ["Across seeds (`hardcse compare`, final round of each run):", "", comparison_markdown(c), ""]
 
 
 def run(argv: list[str]) -> None:
