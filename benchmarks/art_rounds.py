@@ -169,8 +169,9 @@ def main() -> None:
             " ".join(["hardcse art run --config", RUNS[n], "--out", str(run_folder(Path("runs"), n, s))])
             + "".join(f" {o}" for o in seed_overrides(n, s))
             for n, s in names
+            if is_finished(record_dir(n, s))
         ),
-        "python benchmarks/art_rounds.py --skip-runs   # this file",
+        rebuild_command(args.only, args.seeds) + "   # this file",
         "```",
         "",
         *per_seed_tables(folders),
@@ -338,6 +339,13 @@ def _error_bar(d: Interval) -> list[list[float]]:
 
 
 DEFAULT_SEED = 42
+
+
+def rebuild_command(only: list[str] | None, seeds: list[int]) -> str:
+    """The command that rebuilds this file from the same records."""
+    command = "python benchmarks/art_rounds.py --skip-runs"
+    command += f" --only {' '.join(only)}" if only else ""
+    return command + (f" --seeds {' '.join(map(str, seeds))}" if seeds != [DEFAULT_SEED] else "")
 
 
 def run_folder(runs_dir: Path, name: str, seed: int) -> Path:
