@@ -223,6 +223,11 @@ def setting(folder: Path) -> str:
     return folder.name.rsplit("-seed-", 1)[0]
 
 
+def seed_of(folder: Path) -> str:
+    """The seed of a record folder NAME-seed-S."""
+    return folder.name.rsplit("-seed-", 1)[1]
+
+
 def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
     """Every setting's final encoders against the raw-LLM baseline's and cpu-full's (the references present):
     group means with paired bootstrap intervals over test pairs and seeds (paired by seed where both ran it)."""
@@ -236,9 +241,9 @@ def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
 def per_seed_tables(folders: list[Path]) -> list[str]:
     """One `art compare` table per seed: each run against its round 0 and the same seed's raw-LLM baseline."""
     lines = []
-    seeds = list(dict.fromkeys(f.name.rsplit("-seed-", 1)[1] for f in folders))
+    seeds = list(dict.fromkeys(seed_of(f) for f in folders))
     for seed in seeds:
-        members = [f for f in folders if f.name.endswith(f"-seed-{seed}")]
+        members = [f for f in folders if seed_of(f) == seed]
         baseline = next((f for f in members if setting(f) == BASELINE), None)
         title = [f"Seed {seed}:", ""] if len(seeds) > 1 else []
         lines += [*title, compare_runs(members, baseline=baseline), ""]
@@ -276,7 +281,7 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
     width = 0.8 / max(1, len(tuned))
     # one colour per setting, one marker per seed
     colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(setting(f) for f, _ in tuned))}
-    markers = {seed: "osD^v"[i % 5] for i, seed in enumerate(dict.fromkeys(f.name.rsplit("-", 1)[1] for f, _ in tuned))}
+    markers = {seed: "osD^v"[i % 5] for i, seed in enumerate(dict.fromkeys(seed_of(f) for f, _ in tuned))}
     for i, (folder, rows) in enumerate(tuned):
         for r, (name, record) in enumerate(rows):
             diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT}
@@ -286,7 +291,7 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
                 d = diff[key]
                 x = k * (n_rounds + 1) + r + (i - (len(tuned) - 1) / 2) * width
                 label = folder.name if (k, r) == (0, 0) else None
-                style = {"fmt": markers[folder.name.rsplit("-", 1)[1]], "color": colours[setting(folder)]}
+                style = {"fmt": markers[seed_of(folder)], "color": colours[setting(folder)]}
                 ax.errorbar(x, d.estimate, yerr=_error_bar(d), capsize=3, label=label, **style)
     ax.axis("on" if tuned else "off")
     if tuned:
