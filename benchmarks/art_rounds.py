@@ -35,8 +35,8 @@ from hardcse.art.report import compare_runs, write_report
 from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.data.sts import DEV_TASK
-from hardcse.evaluation.compare import Comparison, comparison_markdown, interval_cell
-from hardcse.evaluation.results import Result
+from hardcse.evaluation.compare import Comparison, compare_groups, comparison_markdown, interval_cell
+from hardcse.evaluation.results import Result, load_result
 from hardcse.run_folder import round_dirs
 from hardcse.run_folder import seeds as seed_keys
 from hardcse.stats import Interval
@@ -210,8 +210,6 @@ def heldout_rows(folder: Path) -> list[tuple[str, dict]]:
 
 def setting_groups(folders: list[Path]) -> dict[str, list[Result]]:
     """Each config's finished records (one per seed), named by the config: the groups of ``hardcse compare``."""
-    from hardcse.evaluation.results import load_result
-
     groups: dict[str, list[Result]] = {}
     for folder in folders:
         groups.setdefault(setting(folder), []).append(load_result(str(folder)))
@@ -231,8 +229,6 @@ def seed_of(folder: Path) -> str:
 def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
     """Every setting's final encoders against the raw-LLM baseline's and cpu-full's (the references present):
     group means with paired bootstrap intervals over test pairs and seeds (paired by seed where both ran it)."""
-    from hardcse.evaluation.compare import compare_groups
-
     pairs = [(BASELINE, name) for name in groups if BASELINE in groups and name != BASELINE]
     pairs += [(MAIN, name) for name in groups if MAIN in groups and name not in (MAIN, BASELINE)]
     return compare_groups(groups, pairs)
