@@ -12,8 +12,9 @@ writes benchmarks/results/art_rounds.md: per seed, one `art compare` table with 
 and against the same seed's raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run,
 the evidence in two tables and one plot (art_rounds/evidence.png): held-out tuned - raw generator per round (reward,
 format, meaning, judge) and each setting's final encoders (the mean over its seeds) against the raw-LLM baseline's
-and cpu-full's (avg7 and STS-B dev; test pairs and seeds resampled, paired by seed where both ran it), and
-every run's report (its held-out raw-vs-tuned comparison included); plots go to benchmarks/results/art_rounds/.
+and cpu-full's, ART's (PPO, GRPO) also against the mined-negative baseline's (avg7 and STS-B dev; test pairs and
+seeds resampled, paired by seed where both ran it), and every run's report (its held-out raw-vs-tuned comparison
+included); plots go to benchmarks/results/art_rounds/.
 Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
 repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
 round's eval.json with per-pair cosines, held-out comparison, synthesis, measures, training, kept triplets and RL
@@ -44,6 +45,8 @@ from hardcse.stats import Interval
 RESULTS = Path(__file__).parent / "results"
 BASELINE = "baseline-raw-llm"
 MAIN = "cpu-full"
+MINED = "baseline-mined-negatives"
+ART = (MAIN, "cpu-full-grpo")  # ART itself (PPO, GRPO): also compared with the mined-negative baseline
 RUNS = {
     name: f"configs/{name}.yaml"
     for name in (
@@ -227,10 +230,12 @@ def seed_of(folder: Path) -> str:
 
 
 def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
-    """Every setting's final encoders against the raw-LLM baseline's and cpu-full's (the references present):
-    group means with paired bootstrap intervals over test pairs and seeds (paired by seed where both ran it)."""
+    """Every setting's final encoders against the raw-LLM baseline's and cpu-full's, and ART's (PPO, GRPO) against
+    the mined-negative baseline's (the references present): group means with paired bootstrap intervals over test
+    pairs and seeds (paired by seed where both ran it)."""
     pairs = [(BASELINE, name) for name in groups if BASELINE in groups and name != BASELINE]
     pairs += [(MAIN, name) for name in groups if MAIN in groups and name not in (MAIN, BASELINE)]
+    pairs += [(MINED, name) for name in ART if MINED in groups and name in groups]
     return compare_groups(groups, pairs)
 
 
@@ -248,7 +253,7 @@ def per_seed_tables(folders: list[Path]) -> list[str]:
 
 def evidence_lines(folders: list[Path], comparison: Comparison, png: Path) -> list[str]:
     """ART's questions in one table each (held-out tuned - raw per round; final encoders - the raw-LLM baseline's
-    and - cpu-full's) and one plot of both."""
+    and - cpu-full's, ART's also - the mined-negative baseline's) and one plot of both."""
     import matplotlib
 
     matplotlib.use("Agg")
