@@ -74,8 +74,7 @@ def encode(
     if encoding_engine(model) == "openvino":
         from hardcse.encoder.openvino import openvino_forward
 
-        def forward(features: dict) -> dict:
-            return openvino_forward(model, features, encoder_precision())
+        forward = openvino_forward(model, encoder_precision())  # for the weights as they are now
 
     out: np.ndarray | None = None
     model.eval()

@@ -6,16 +6,28 @@ module (``auto_model``: the Hugging Face model inside the first ``Transformer`` 
 length, and the CPU plugin compiles it. Only that module changes engine: the modules after it (Pooling,
 Normalize, a dense layer) run unchanged on its token embeddings, so the sentence embedding is the same function.
 
-The compiled model is kept per loaded module and made again when its weights change: the key is every
-parameter's storage and in-place version counter, which an optimizer step or a ``load_state_dict`` moves.
-Converting MiniLM-L6 takes ~2 s. Models whose first module is anything else (DiffAug's prefix encoder, an image
-model) are not converted: :func:`supports_openvino` says so and ``encode`` keeps PyTorch for them.
+Compiled models are kept by what decides their output, never by the module object: a digest of the module's class,
+its config and the name, dtype, shape and bytes of every parameter and buffer (:func:`weights_digest`), with the
+precision and the input names. Why this is sound: the traced function is a pure function of exactly these, so two
+modules with one digest compute the same thing, and any change of a weight (an optimizer step, fused or not, a
+``load_state_dict``, a write under ``torch.no_grad()``, a LoRA merge, weights trained in another process and
+loaded) changes the bytes and so the key. Storage pointers and in-place version counters are not enough: a fused
+AdamW step (the Trainer's default optimizer, ``adamw_torch_fused``) moves neither, which once made every in-run
+evaluation score the weights of the first one. The digest reads every byte (BLAKE2b: a fraction of a second for
+MiniLM-L6's 91 MB), once per ``encode`` call, whose batches all run on the weights as they were at its start;
+converting MiniLM-L6 takes ~2 s, so the few most recent compiled models are kept, and an evaluation of weights
+already seen (the best checkpoint reloaded at the end of training, a saved encoder loaded again) reuses its
+compiled model.
+Models whose first module is anything else (DiffAug's prefix encoder, an image model) are not converted:
+:func:`supports_openvino` says so and ``encode`` keeps PyTorch for them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,7 +38,8 @@ from hardcse.engines import openvino_precision, quiet_tracing
 
 log = logging.getLogger(__name__)
 
-_compiled: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple, Any, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+KEPT_COMPILED = 2  # compiled models kept at once (a training job's latest weights and its best, say)
+_compiled: OrderedDict[tuple[str, str, tuple[str, ...]], Any] = OrderedDict()  # (digest, dtype, names) -> compiled
 
 
 def supports_openvino(model: SentenceTransformer) -> bool:
@@ -43,8 +56,19 @@ def supports_openvino(model: SentenceTransformer) -> bool:
     )
 
 
-def _weights_key(module: torch.nn.Module) -> tuple:
-    return tuple((p.data_ptr(), p._version) for p in module.parameters())
+def weights_digest(module: torch.nn.Module) -> str:
+    """A digest of everything the module's forward computes with: its class, its config, and the name, dtype,
+    shape and bytes of every parameter and buffer (non-persistent buffers too)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(f"{type(module).__module__}.{type(module).__qualname__}\0".encode())
+    config = getattr(module, "config", None)
+    if config is not None:
+        digest.update(config.to_json_string(use_diff=False).encode())
+    for name, tensor in (*module.named_parameters(), *module.named_buffers()):
+        tensor = tensor.detach()
+        digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(tensor.cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()
 
 
 class _LastHiddenState(torch.nn.Module):
@@ -58,11 +82,16 @@ class _LastHiddenState(torch.nn.Module):
         return self.model(**dict(zip(self.names, inputs, strict=True))).last_hidden_state
 
 
-def _compile(model: SentenceTransformer, features: dict[str, torch.Tensor], dtype: str) -> tuple[Any, tuple]:
+def input_names(features: dict[str, Any]) -> tuple[str, ...]:
+    """The tokenizer outputs the traced function takes, in its argument order."""
+    return tuple(k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features)
+
+
+def _compile(model: SentenceTransformer, features: dict[str, torch.Tensor], dtype: str) -> Any:
     import openvino as ov
 
     auto_model = model[0].auto_model
-    names = tuple(k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features)
+    names = input_names(features)
     example = tuple(features[k][:2, :8].cpu() for k in names)
     was_training = auto_model.training
     auto_model.eval()
@@ -72,35 +101,38 @@ def _compile(model: SentenceTransformer, features: dict[str, torch.Tensor], dtyp
                 _LastHiddenState(auto_model, names),
                 example_input=example,
                 input=[ov.PartialShape([-1, -1])] * len(names),
+                # copy the weights: shared (the default), the compiled model reads PyTorch's memory, and a later
+                # in-place update of the module leaks into a model compiled and kept for the earlier weights
+                share_weights=False,
             )
     finally:
         auto_model.train(was_training)
     compiled = ov.Core().compile_model(converted, "CPU", {"PERFORMANCE_HINT": "LATENCY", **openvino_precision(dtype)})
-    return compiled, names
+    return compiled
 
 
-def openvino_token_embeddings(
-    model: SentenceTransformer, features: dict[str, torch.Tensor], dtype: str = "auto"
-) -> torch.Tensor:
-    """The first module's token embeddings for a padded batch, computed by OpenVINO (converted on first use and
-    again after the weights change)."""
-    auto_model = model[0].auto_model
-    key = _weights_key(auto_model)
-    entry = _compiled.get(auto_model)
-    if entry is None or entry[0] != (key, dtype):
-        log.info("converting the encoder to OpenVINO (%s)", type(auto_model).__name__)
-        compiled, names = _compile(model, features, dtype)
-        entry = ((key, dtype), compiled, names)
-        _compiled[auto_model] = entry
-    _, compiled, names = entry
-    out = compiled([np.ascontiguousarray(features[name].cpu().numpy()) for name in names])
-    return torch.from_numpy(np.array(out[0], dtype=np.float32))
+def openvino_forward(model: SentenceTransformer, dtype: str = "auto") -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A function that does ``model(features)`` with the first module in OpenVINO and every later module in PyTorch,
+    for the weights ``model`` holds now: the digest is taken here, once, so take a new one after the weights change
+    (:func:`hardcse.encoder.encode.encode` takes one per call). Converted the first time these weights are seen."""
+    digest = weights_digest(model[0].auto_model)
 
+    def forward(features: dict[str, Any]) -> dict[str, Any]:
+        names = input_names(features)
+        key = (digest, dtype, names)
+        compiled = _compiled.get(key)
+        if compiled is None:
+            log.info("converting the encoder to OpenVINO (%s)", type(model[0].auto_model).__name__)
+            compiled = _compile(model, features, dtype)
+            _compiled[key] = compiled
+            while len(_compiled) > KEPT_COMPILED:
+                _compiled.popitem(last=False)
+        _compiled.move_to_end(key)
+        out = compiled([np.ascontiguousarray(features[name].cpu().numpy()) for name in names])
+        features = dict(features)
+        features["token_embeddings"] = torch.from_numpy(np.array(out[0], dtype=np.float32))
+        for module in list(model)[1:]:
+            features = module(features)
+        return features
 
-def openvino_forward(model: SentenceTransformer, features: dict[str, Any], dtype: str = "auto") -> dict[str, Any]:
-    """``model(features)`` with the first module in OpenVINO and every later module in PyTorch."""
-    features = dict(features)
-    features["token_embeddings"] = openvino_token_embeddings(model, features, dtype)
-    for module in list(model)[1:]:
-        features = module(features)
-    return features
+    return forward
