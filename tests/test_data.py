@@ -71,7 +71,7 @@ def test_triplets_roundtrip_with_commas_and_quotes(tmp_path):
     triplets = [('He said "yes", twice.', "Yes, twice.", "No.")]
     write_triplets(tmp_path / "t.csv", triplets)
     assert read_triplets(tmp_path / "t.csv") == triplets
-    assert not (tmp_path / "t.csv.tmp").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left
 
 
 def test_default_corpus():

@@ -200,6 +200,13 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     assert {"length", "reward_length", "share_length", "r1", "share_r1", "share_format"} <= set(log[0])
     shares = [log[0][f"share_{name}"] for name in ("format", "r1", "r2", "length")]
     assert sum(shares) == pytest.approx(1.0)
+    # every key the log has of its own is one a term's name cannot overwrite (NAME, reward_NAME, share_NAME)
+    from hardcse.art.terms import RESERVED_NAMES
+
+    own = set(log[0]) - {"length", "reward_length", "share_length"}
+    guarded = RESERVED_NAMES | {k for k in own if k.startswith("reject_")}  # a term name cannot start reject_
+    unguarded = {k for k in own if k not in guarded and k.partition("_")[2] not in RESERVED_NAMES}
+    assert not unguarded
     completions = read_jsonl(final / "completions.jsonl")
     assert [c["step"] for c in completions] == [2, 2, 2] and len({c["row"] for c in completions}) == 3
     assert set(completions[0]["terms"]) == {"r1", "r2", "length"} and "response" in completions[0]

@@ -1,16 +1,24 @@
 """Atomic file writes: a file is either complete or absent, never half-written (what ``--resume`` relies on)."""
 
 import os
+import tempfile
 from pathlib import Path
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to a temporary sibling, then rename it over ``path``."""
+    """Write ``text`` to a temporary sibling of its own (unique to this call, so two processes writing one path
+    never share it), then rename it over ``path``: a reader sees the old file or the new one, whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make a shared cache entry unreadable to other users
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -72,15 +72,15 @@ def resolve_engine(value: str, device: torch.device, key: str = "engine") -> str
 
 def select_engine(value: str, key: str = "engine", precision: str = "auto") -> None:
     """Set the process-wide choice (the CLI calls this once per command with ``--engine`` or a config's
-    ``engine``); ``auto`` leaves the current choice (``HARDCSE_ENGINE``, else detection) as it is.
-    ``precision``: what an OpenVINO encoder computes in (auto: the CPU plugin's choice, see module doc)."""
+    ``engine``); ``auto`` is the starting choice (``HARDCSE_ENGINE``, else detection), whatever an earlier command
+    of the same process chose. ``precision``: what an OpenVINO encoder computes in (auto: the CPU plugin's choice,
+    see module doc)."""
     global _selected, _encoder_precision
     check_engine(key, value)
     check_choice("precision", precision, PRECISIONS)
     if value == "openvino":
         _require_openvino(key)
-    if value != "auto":
-        _selected = value
+    _selected = os.environ.get("HARDCSE_ENGINE", "auto") if value == "auto" else value
     _encoder_precision = precision
 
 

@@ -5,15 +5,14 @@ Nothing here touches the network unless the name is a hub id that is not already
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
 import re
-import shutil
 import socket
 from pathlib import Path
 
-from hardcse.atomic import replace_dir
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
 
@@ -50,16 +49,30 @@ def bundled_generator_gguf() -> Path:
 
 
 def bundled_generator_dir() -> Path:
-    """SmolLM2-135M-Instruct as a float checkpoint, converted from the GGUF once and cached."""
-    target = cache_dir() / "smollm2-135m-instruct"
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
-        return target
-    convert_gguf(bundled_generator_gguf(), target)
-    return target
+    """SmolLM2-135M-Instruct as a float checkpoint, converted from the GGUF once and cached under a key of the GGUF's
+    bytes, the converting code and libraries, and the CPU (hardcse/cache.py): two processes on a cold cache both
+    get the one conversion."""
+    import torch
+
+    from hardcse.cache import environment_digest, publish_dir
+
+    gguf = bundled_generator_gguf()
+    digest = hashlib.sha256(f"{gguf.name}\0".encode())
+    with gguf.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    environment_digest(digest, torch.device("cpu"))
+    target = cache_dir() / f"smollm2-135m-instruct-{digest.hexdigest()[:16]}"
+    return publish_dir(target, lambda tmp: convert_gguf(gguf, tmp), _converted)
+
+
+def _converted(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
 
 
 def convert_gguf(gguf_file: Path, target: Path) -> Path:
-    """De-quantise a GGUF causal LM through transformers and save it as a normal float checkpoint.
+    """De-quantise a GGUF causal LM through transformers and save it as a normal float checkpoint in the folder
+    ``target`` (the caller makes it appear atomically: :func:`bundled_generator_dir`).
 
     A model loaded from GGUF refuses ``save_pretrained``; so build a fresh model from its config without
     the quantization entry, load the de-quantised weights into it, and save that.
@@ -67,7 +80,7 @@ def convert_gguf(gguf_file: Path, target: Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("converting %s to a float checkpoint in %s (once, ~30 s)", gguf_file.name, target)
+    log.info("converting %s to a float checkpoint (once per machine and version, ~30 s)", gguf_file.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
     config = loaded.config
@@ -83,11 +96,9 @@ def convert_gguf(gguf_file: Path, target: Path) -> Path:
     with torch.inference_mode():
         if not torch.allclose(loaded(probe).logits, fresh(probe).logits, atol=1e-4):
             raise HardcseError(f"{gguf_file}: the converted model's logits differ from the GGUF model's")
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    fresh.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    return replace_dir(tmp, target)
+    fresh.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
 
 
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")

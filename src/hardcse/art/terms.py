@@ -14,7 +14,7 @@ encoder's cosines of those rows, and both models for any other texts). The value
 from __future__ import annotations
 
 import dataclasses
-import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,9 @@ NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 RESERVED_NAMES = frozenset(
     "reward format parsed std parsed_std std_in_group positive negative p_target cosine parse_failure_rate "
     "raw reason probs source kl kl_coef kl_token approx_kl entropy clipfrac value_loss policy_loss loss ratio "
-    "response_tokens returns score skipped skipped_batches step truncated r1 r2".split()
+    "response_tokens returns score skipped skipped_batches step truncated r1 r2 "
+    # the RL step's timings (hardcse/art/policy.py)
+    "generation_s scoring_s policy_forward_s reference_s optimisation_s".split()
 )
 
 
@@ -74,10 +77,11 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@functools.cache
 def load_term_function(spec: str) -> TermFn:
-    """The function ``spec`` names (``package.module:function`` or ``path/to/file.py:function``), checked to take
-    a term's four arguments; :class:`HardcseError` saying what is wrong otherwise (the caller adds the key)."""
+    """The function ``spec`` names (``package.module:function`` or ``path/to/file.py:function``, a path relative to
+    the working folder at this call), checked to take a term's four arguments; :class:`HardcseError` saying what is
+    wrong otherwise (the caller adds the key). A file is loaded once per resolved path and content (an edited file
+    is loaded again); a module that changed on disk since this process imported it is reloaded."""
     where, sep, attribute = spec.rpartition(":")
     if not sep or not where or not attribute:
         raise HardcseError(f"{spec!r} is not package.module:function or path/to/file.py:function")
@@ -100,9 +104,24 @@ def load_term_function(spec: str) -> TermFn:
     return fn
 
 
+_FILE_MODULES: dict[tuple[str, str], object] = {}  # (resolved path, sha256 of its bytes) -> the loaded module
+_MODULE_DIGESTS: dict[str, str] = {}  # module name -> sha256 of its file when this process (re)loaded it
+
+
+def _file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _import(module_name: str) -> object:
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
+        file = getattr(module, "__file__", None)
+        if file and Path(file).is_file():
+            digest = _file_sha256(file)
+            if _MODULE_DIGESTS.setdefault(module_name, digest) != digest:  # edited since it was imported
+                module = importlib.reload(module)
+                _MODULE_DIGESTS[module_name] = digest
+        return module
     except Exception as e:  # noqa: BLE001 - the user's module: any failure is reported in one line
         raise HardcseError(f"cannot import {module_name} ({_one_line(e)})") from None
 
@@ -110,8 +129,13 @@ def _import(module_name: str) -> object:
 def _load_file(path: Path) -> object:
     if not path.is_file():
         raise HardcseError(f"{path}: {'a folder, not a file' if path.is_dir() else 'no such file'}")
-    name = f"hardcse_reward_term_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    resolved = path.resolve()
+    key = (str(resolved), _file_sha256(resolved))
+    if key in _FILE_MODULES:
+        return _FILE_MODULES[key]
+    # a name of its own per path and content (hashlib, not Python's salted hash(): the same in every process)
+    name = f"hardcse_reward_term_{hashlib.sha256(str(resolved).encode()).hexdigest()[:12]}_{key[1][:12]}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
@@ -119,7 +143,40 @@ def _load_file(path: Path) -> object:
     except Exception as e:  # noqa: BLE001 - the user's file: any failure is reported in one line
         del sys.modules[name]
         raise HardcseError(f"{path}: cannot be loaded ({_one_line(e)})") from None
+    _FILE_MODULES[key] = module
     return module
+
+
+def term_code_digest(spec: str, digest: Any) -> None:
+    """Feed ``digest`` with the code a term runs: its file (or its module's file) and every module of the user's
+    that it imports, found by :mod:`modulefinder` on the paths outside the Python installation and its libraries
+    (whose code the libraries' versions stand for; hardcse's own code is keyed apart: hardcse/cache.py)."""
+    import sysconfig
+    from modulefinder import ModuleFinder
+
+    where = spec.rpartition(":")[0]
+    if where.endswith(".py"):
+        file = str(Path(where).resolve())
+    else:
+        found = importlib.util.find_spec(where)
+        file = found.origin if found is not None else None
+    if file is None or not Path(file).is_file():
+        digest.update(f"term {spec}\0".encode())
+        return
+    installed = {Path(p).resolve() for k, p in sysconfig.get_paths().items() if k in INSTALL_PATHS}
+    user_paths = [str(Path(file).parent)] + [
+        str(Path(p or ".").resolve())
+        for p in sys.path
+        if not any(Path(p or ".").resolve().is_relative_to(d) for d in installed)
+    ]
+    finder = ModuleFinder(path=user_paths, excludes=["hardcse"])
+    finder.run_script(file)
+    files = {file} | {m.__file__ for m in finder.modules.values() if m.__file__ and m.__file__.endswith(".py")}
+    for path in sorted(files):
+        digest.update(f"{path}\0{_file_sha256(path)}\0".encode())
+
+
+INSTALL_PATHS = ("stdlib", "platstdlib", "purelib", "platlib")
 
 
 def _one_line(e: BaseException) -> str:

@@ -5,8 +5,10 @@ encoder, discriminator, anchors and code (cpu-full and its ablation without the 
 round) need it once: the first writes its tuned generator to ``<cache>/tuned/KEY/steps-N-ANCHORS/`` and the second
 copies it from there. The copy has the same files, so the generation cache (hardcse/art/generator/texts.py) then
 finds the texts it wrote too. KEY digests the tuning config (not the filter, which RL does not read, nor
-``rl.steps``), the files of the generator, encoder and discriminator, the reward terms' source, the bytes of
-hardcse's own code, and the torch version and bfloat16 support that decide its arithmetic; ``steps-N-ANCHORS``
+``rl.steps``), the files of the generator, encoder and discriminator, the reward terms' code (with the user's
+modules they import), the number of processes (each rank samples its own rows), the engine and precision of the
+reward's cosines, and through :func:`hardcse.cache.environment_digest` hardcse's own code, the libraries'
+versions and the machine's kind where RL and the reward compute; ``steps-N-ANCHORS``
 names the number of steps and a digest of the anchors those steps read.
 
 A longer tuning of the same KEY starts from a kept shorter one when its first steps read the same anchors: RL has
@@ -19,22 +21,23 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 import re
 import shutil
 from pathlib import Path
 
-import torch
-
-import hardcse
 from hardcse.art.anchors import anchors_for_step
 from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import GENERATOR_FILE, source_digest
 from hardcse.art.plots import COMPLETIONS, RL_LOG
+from hardcse.art.terms import term_code_digest
 from hardcse.atomic import replace_dir
+from hardcse.cache import environment_digest, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16
+from hardcse.distributed import world_size
+from hardcse.engines import encoder_precision, resolve_engine
 from hardcse.fingerprint import files_digest
+from hardcse.machine import machine_kind
 from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
 
@@ -63,10 +66,15 @@ def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tu
 
 def _family(config: TuneConfig) -> Path:
     device = resolve_device(config.generator.device, "generator.device")
-    header = f"format {CACHE_FORMAT}\0torch {torch.__version__}\0bfloat16 {supports_bfloat16(device)}\0"
+    scoring = resolve_device(config.device, "device")  # where the reward's encoder and discriminator score
+    engine = resolve_engine(config.engine, scoring)  # the reward's cosines: PyTorch or OpenVINO, at a precision
+    precision = encoder_precision() if engine == "openvino" else "-"
+    header = (
+        f"format {CACHE_FORMAT}\0bfloat16 {supports_bfloat16(device)}\0scoring {scoring.type} {machine_kind(scoring)}"
+        f"\0engine {engine} {precision}\0world size {world_size()}\0"  # rank r samples with seed + r * 1_000_003
+    )
     digest = hashlib.sha256(header.encode())
-    for path in sorted(Path(hardcse.__file__).parent.rglob("*.py")):  # any change to the code is a new key
-        digest.update(path.read_bytes())
+    environment_digest(digest, device)  # hardcse's code, the libraries' versions, the generator's machine
     settings = dataclasses.asdict(config)
     for key in NOT_READ_BY_RL:
         settings.pop(key)
@@ -77,7 +85,7 @@ def _family(config: TuneConfig) -> Path:
     files_digest(resolve_model(config.encoder), digest)
     files_digest(resolve_model(config.discriminator), digest)
     for term in config.reward.terms:
-        digest.update(_source(term.fn).encode())
+        term_code_digest(term.fn, digest)
     return cache_dir() / "tuned" / digest.hexdigest()[:32]
 
 
@@ -87,21 +95,14 @@ def _entry(family: Path, config: TuneConfig, train_anchors: list[str], steps: in
     return family / f"steps-{steps}-{hashlib.sha256(json.dumps(read).encode()).hexdigest()[:16]}"
 
 
-def _source(spec: str) -> str:
-    """The text a reward term's code is, as far as it can be read (a file's bytes, a module's source)."""
-    where = spec.rpartition(":")[0]
-    if where.endswith(".py"):
-        return Path(where).read_text(encoding="utf-8")
-    try:
-        import importlib
-
-        return inspect.getsource(importlib.import_module(where))
-    except (OSError, TypeError, ImportError):
-        return spec
-
-
 def is_cached(folder: Path) -> bool:
     return (folder / GENERATOR_FILE).is_file()
+
+
+def keep_generator(source: Path, entry: Path) -> None:
+    """Keep the tuned generator folder ``source`` as the cache entry ``entry``, once (an entry another process
+    finished first stays as it is: hardcse/cache.py)."""
+    publish_dir(entry, lambda tmp: shutil.copytree(source, tmp, dirs_exist_ok=True), is_cached)
 
 
 def copy_generator(source: Path, target: Path) -> None:

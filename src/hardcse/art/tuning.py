@@ -29,7 +29,14 @@ from hardcse.art.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
 from hardcse.art.policy import PolicyTrainer, saved_state_exists
 from hardcse.art.ppo import PPOTrainer
 from hardcse.art.reward import Reward
-from hardcse.art.tuned_cache import copy_generator, is_cached, kept_prefix, start_from, tuned_cache_dir
+from hardcse.art.tuned_cache import (
+    copy_generator,
+    is_cached,
+    keep_generator,
+    kept_prefix,
+    start_from,
+    tuned_cache_dir,
+)
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
@@ -184,7 +191,7 @@ def tune_generator(
                             append_jsonl(fh, row)
     run_on_main(lambda: _finish(out_dir, final))
     if kept is not None:
-        run_on_main(lambda: copy_generator(final, kept))
+        run_on_main(lambda: keep_generator(final, kept))
     return final
 
 

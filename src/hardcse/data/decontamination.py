@@ -34,6 +34,7 @@ from hardcse.config import Checked, check_positive, check_range
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.errors import HardcseError
+from hardcse.paths import data_dir
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -136,8 +137,15 @@ _INDEXES: dict[tuple, EvalIndex] = {}
 
 
 def eval_index(config: DecontaminationConfig) -> EvalIndex:
-    """The vendored evaluation sets' index for ``config`` (built once per process and setting)."""
-    key = (config.ngram, config.threshold, tuple(config.tasks))
+    """The evaluation sets' index for ``config`` (built once per process, setting and evaluation data: the key
+    holds a digest of the files it is built from)."""
+    import hashlib
+
+    from hardcse.fingerprint import files_digest
+
+    digest = hashlib.sha256()
+    files_digest(data_dir() / "sts", digest)
+    key = (config.ngram, config.threshold, tuple(config.tasks), digest.hexdigest())
     if key not in _INDEXES:
         _INDEXES[key] = EvalIndex(config)
     return _INDEXES[key]

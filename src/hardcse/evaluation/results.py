@@ -5,7 +5,8 @@ A source is any of
   or ``eval.json.gz`` (a benchmark's record);
 - an ART run folder (its last evaluated ``round_*/eval.json``);
 - an encoder (a model folder, a run folder's ``model/``, ``bundled:minilm-l6``): evaluated on the STS suite
-  once and cached under ``<cache>/eval/<hash of its files>.json``, so a second comparison loads no model.
+  once and cached under ``<cache>/eval/<key>.json`` (the key: :func:`cached_eval`), so a second comparison loads no
+  model.
 Runs whose ``config.yaml`` files are equal once every ``seed`` key is left out form one group. Keys that say
 where a run took a finished part from (``NOT_SETTINGS``) are left out too: the part itself is checked to match.
 """
@@ -100,13 +101,26 @@ def model_fingerprint(model_dir: Path) -> str:
 
 
 def cached_eval(source: str, cache: Path | None = None) -> dict:
-    """The STS suite record of the encoder ``source``, evaluated once per distinct model files."""
+    """The STS suite record of the encoder ``source``, evaluated once per distinct key: the model's files, the STS
+    data's files, the engine and precision that encode, and hardcse's code, the libraries' versions and the
+    machine's kind (hardcse/cache.py)."""
+    from hardcse.cache import environment_digest
+    from hardcse.devices import resolve_device
+    from hardcse.engines import encoder_engine, encoder_precision
     from hardcse.evaluation.sts import write_sts_eval
+    from hardcse.fingerprint import files_digest
+    from hardcse.paths import data_dir
     from hardcse.resources import resolve_model
 
-    path = (cache or cache_dir()) / "eval" / f"{model_fingerprint(resolve_model(source))}.json"
+    device = resolve_device("auto", "device")  # where write_sts_eval evaluates
+    engine = encoder_engine(device)
+    precision = encoder_precision() if engine == "openvino" else "-"
+    digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{engine} {precision}\0".encode())
+    files_digest(data_dir() / "sts", digest)
+    environment_digest(digest, device)
+    path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+        return {**json.loads(path.read_text(encoding="utf-8")), "model": source}
     return write_sts_eval(path, source)
 
 

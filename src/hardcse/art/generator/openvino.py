@@ -31,8 +31,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,12 +49,14 @@ MODEL_FILE = "openvino_model.xml"
 
 
 def export_key(source: str, weights: str = "float") -> str:
-    """The cache key of ``source``'s export (a model source or a generator folder) with ``weights``."""
-    import openvino
-
+    """The cache key of ``source``'s export (a model source or a generator folder) with ``weights``: the model's
+    files, the export format and what else decides the exported graph (hardcse's code, the libraries' versions,
+    the CPU: hardcse/cache.py)."""
     from hardcse.art.generator.model import source_digest
+    from hardcse.cache import environment_digest
 
-    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0openvino {openvino.get_version()}\0{weights}\0".encode())
+    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0{weights}\0".encode())
+    environment_digest(digest, torch.device("cpu"))
     source_digest(source, digest)
     return digest.hexdigest()[:24]
 
@@ -164,22 +164,14 @@ def _export(source: str, config: GeneratorConfig, target: Path) -> None:
 
 
 def export_generator(source: str, config: GeneratorConfig) -> Path:
-    """The OpenVINO export of ``source`` (a model source or a generator folder), made once and cached."""
+    """The OpenVINO export of ``source`` (a model source or a generator folder), made once and cached (published
+    atomically, once, however many processes ask at once: :func:`hardcse.cache.publish_dir`)."""
+    from hardcse.cache import publish_dir
+
     target = cache_dir() / "openvino" / export_key(source, config.openvino_weights)
-    if (target / MODEL_FILE).is_file():
-        return target
-    log.info("exporting generator %s to OpenVINO in %s (once per model, ~10 s for 135M)", source, target)
-    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
-        _export(source, config, partial)
-        if not (target / MODEL_FILE).is_file():  # another process may have finished the same export meanwhile
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(partial, target)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return target
+    if not (target / MODEL_FILE).is_file():
+        log.info("exporting generator %s to OpenVINO in %s (once per model, ~10 s for 135M)", source, target)
+    return publish_dir(target, lambda tmp: _export(source, config, tmp), lambda folder: (folder / MODEL_FILE).is_file())
 
 
 class OpenVINOGenerator:

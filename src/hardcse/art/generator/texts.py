@@ -4,7 +4,8 @@ baseline), in the engine the config picks: PyTorch (:mod:`hardcse.art.generator.
 their log-probabilities come from the same forward the trainer differentiates.
 
 With ``cache`` a call's texts are kept in ``<cache>/generations/`` under a key of everything they depend on
-(the model's files, the engine and device, the generator config, the prompts, row seeds and budgets), and the
+(the model's files, the engine and device, the generator config, the prompts, row seeds and budgets, and through
+:func:`hardcse.cache.environment_digest` hardcse's code, the libraries' versions and the machine's kind), and the
 same call later reads them back instead of generating: the raw generator's held-out texts are written once per
 machine and reused by every round and run (their rewards are computed again, by each round's reward)."""
 
@@ -23,6 +24,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer, source_digest
 from hardcse.atomic import write_text_atomic
+from hardcse.cache import environment_digest
 from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.engines import resolve_engine
 from hardcse.paths import cache_dir
@@ -30,8 +32,6 @@ from hardcse.resources import resolve_model
 
 if TYPE_CHECKING:
     from hardcse.art.generator.openvino import OpenVINOGenerator
-
-CACHE_FORMAT = 1  # bump when a change to generation changes what a call writes: older cached texts are unused
 
 
 @dataclass
@@ -52,12 +52,8 @@ class TextGenerator:
         self.tokenizer: PreTrainedTokenizerBase = load_tokenizer(resolve_model(base_model_source(source)))
         self._cache_key = None
         if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets
-            header = f"format {CACHE_FORMAT}\0{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0"
-            if self.engine == "openvino":
-                import openvino
-
-                header += f"openvino {openvino.get_version()}\0"
-            digest = hashlib.sha256(header.encode())
+            digest = hashlib.sha256(f"{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0".encode())
+            environment_digest(digest, device)
             digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
             source_digest(source, digest)
             self._cache_key = digest
@@ -88,7 +84,7 @@ class TextGenerator:
         ``limits``: each row's new-token budget (default: ``max_new_tokens``). Both engines stop a row at the same
         tokens (:mod:`hardcse.art.generator.stopping`)."""
         cached = None
-        if self._cache_key is not None:
+        if self._cache_key is not None and row_seeds is not None:  # unseeded rows follow the global RNG: not cached
             digest = self._cache_key.copy()
             rows = [list(prompts), row_seeds, limits, None if groups is None else [str(g) for g in groups]]
             digest.update(json.dumps(rows).encode())
