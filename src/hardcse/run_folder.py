@@ -22,14 +22,12 @@ import fcntl
 import json
 import logging
 import os
-import platform
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +39,7 @@ from hardcse.devices import check_config_devices
 from hardcse.distributed import barrier, is_main, launched_world_size, run_on_main
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
+from hardcse.machine import library_versions, machine_record
 
 log = logging.getLogger(__name__)
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
@@ -148,7 +147,7 @@ class RunFolder:
                 "seeds": seeds(self.config),
                 "stages": {},
             }
-        run = {"started": now(), "platform": platform.platform(), "world_size": launched_world_size()}
+        run = {"started": now(), "machine": this_machine(), "world_size": launched_world_size()}
         self.manifest.setdefault("runs", []).append(run | ({"argv": INVOCATION} if INVOCATION else {}))
         self._save_manifest()
 
@@ -306,13 +305,15 @@ def now() -> str:
 
 
 def versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
+    return library_versions(PACKAGES)
+
+
+def this_machine() -> dict:
+    """The machine a run (or a resumed part of it) ran on, with the inference engine it resolves to."""
+    from hardcse.devices import resolve_device
+    from hardcse.engines import resolve_engine
+
+    return machine_record(resolve_engine("auto", resolve_device("auto", "device")))
 
 
 def git_commit() -> str | None:
