@@ -29,6 +29,8 @@ def test_line_breaks_are_the_tokens_whose_text_holds_one():
     assert line_break_ids(tokenizer) == [3, 4, 5]
     assert stop_ids(tokenizer, [1], GREEDY) == [1]  # stop: eos, the paper's
     assert stop_ids(tokenizer, [1], dataclasses.replace(GREEDY, stop="line")) == [1, 3, 4, 5]
+    tokenizer.add_tokens(["e\nf"])  # the same tokenizer object with a token more: its line breaks follow
+    assert line_break_ids(tokenizer) == [3, 4, 5, 7]
 
 
 def test_token_limits_by_hand(tiny_lm_dir):
@@ -133,3 +135,13 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
     ):
         with pytest.raises(AssertionError, match="generated again"):
             changed(TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True))
+    from hardcse import cache  # what decides the texts besides the call: the code, the libraries, the machine
+
+    for name, value in (
+        ("code_digest", lambda: "other code"),
+        ("library_versions", lambda: {"torch": "0.0"}),
+        ("machine_kind", lambda device: "cpu without avx"),
+    ):
+        with monkeypatch.context() as m, pytest.raises(AssertionError, match="generated again"):
+            m.setattr(cache, name, value)
+            TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)

@@ -24,15 +24,19 @@ from transformers import PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
 
-_LINE_BREAK_IDS: WeakKeyDictionary = WeakKeyDictionary()  # tokenizer -> its line-break token ids
+# tokenizer -> (its vocabulary size then, its line-break token ids): a tokenizer's tokens only change by tokens
+# added to it, which grows its size, so an entry of another size is computed again
+_LINE_BREAK_IDS: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def line_break_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """Every token whose text holds a line break (``\\n``, ``\\r``): 129 of SmolLM2's 49,152 (0.3 s, cached)."""
-    if tokenizer not in _LINE_BREAK_IDS:
+    size, ids = _LINE_BREAK_IDS.get(tokenizer, (None, []))
+    if size != len(tokenizer):
         texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-        _LINE_BREAK_IDS[tokenizer] = [i for i, text in enumerate(texts) if "\n" in text or "\r" in text]
-    return _LINE_BREAK_IDS[tokenizer]
+        ids = [i for i, text in enumerate(texts) if "\n" in text or "\r" in text]
+        _LINE_BREAK_IDS[tokenizer] = (len(tokenizer), ids)
+    return list(ids)
 
 
 def stop_ids(tokenizer: PreTrainedTokenizerBase, eos_ids: Sequence[int], config: GeneratorConfig) -> list[int]:

@@ -1,0 +1,323 @@
+"""Every cache follows what decides its content, and two processes on one cold cache both succeed
+(docs/development.md "Caches": the list these tests cover)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from hardcse import engines
+from hardcse.cache import publish_dir
+
+openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
+
+
+def run_together(script: str, env: dict, count: int = 2, timeout: float = 600) -> list[str]:
+    """Start ``count`` Python processes running ``script`` at once; each must succeed; their stdouts."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(script)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ | {"HARDCSE_ENGINE": "torch", "TQDM_DISABLE": "1"} | env,
+        )
+        for _ in range(count)
+    ]
+    outputs = [p.communicate(timeout=timeout) for p in processes]
+    for process, (_, err) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, err[-3000:]
+    return [out for out, _ in outputs]
+
+
+def test_publish_dir_builds_once_for_two_processes_and_leaves_nothing_partial(tmp_path):
+    script = f"""
+        import os, time
+        from pathlib import Path
+        from hardcse.cache import publish_dir
+
+        def build(tmp):
+            with open({str(tmp_path / "builds.log")!r}, "a") as fh:
+                fh.write(f"{{os.getpid()}}\\n")
+            time.sleep(1.0)  # long enough for the other process to arrive while this one builds
+            (tmp / "weights").write_text(str(os.getpid()))
+
+        target = Path({str(tmp_path / "cache" / "entry")!r})
+        print(publish_dir(target, build, lambda f: (f / "weights").is_file()))
+    """
+    outputs = run_together(script, {})
+    assert len(set(outputs)) == 1
+    assert len((tmp_path / "builds.log").read_text().split()) == 1  # the second waited and read the first's
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["entry", "entry.lock"]
+
+
+def test_a_killed_build_is_cleared_and_a_complete_entry_is_never_replaced(tmp_path):
+    target = tmp_path / "entry"
+    (tmp_path / "entry.partial-dead").mkdir()  # what a killed process left
+    target.mkdir()  # and a folder it left half-built at the target
+    built = []
+    complete = lambda f: (f / "done").is_file()  # noqa: E731
+
+    def build(tmp):
+        built.append(tmp)
+        (tmp / "done").write_text("1")
+
+    assert publish_dir(target, build, complete) == target and (target / "done").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "entry.lock"]
+    publish_dir(target, lambda tmp: pytest.fail("built again"), complete)
+    with pytest.raises(RuntimeError, match="left it incomplete"):
+        publish_dir(tmp_path / "other", lambda tmp: None, complete)
+    assert not list(tmp_path.glob("other*partial*"))
+
+
+def test_atomic_writes_of_one_path_by_two_writers_never_tear_or_fail(tmp_path):
+    path = tmp_path / "entry.json"
+    script = f"""
+        import json, os
+        from hardcse.atomic import write_json_atomic
+        for i in range(300):
+            write_json_atomic({str(path)!r}, {{"writer": os.getpid(), "i": i, "pad": "x" * 20000}})
+    """
+    torn = []
+
+    def read_while_written() -> None:
+        while not done.is_set():
+            if path.is_file():
+                try:
+                    json.loads(path.read_text())
+                except json.JSONDecodeError:
+                    torn.append(1)
+
+    done = threading.Event()
+    reader = threading.Thread(target=read_while_written)
+    reader.start()
+    try:
+        run_together(script, {})
+    finally:
+        done.set()
+        reader.join()
+    assert not torn
+    assert [p.name for p in tmp_path.iterdir()] == ["entry.json"]  # no temporary file left
+
+
+@pytest.mark.slow
+def test_two_processes_on_a_cold_cache_both_get_the_one_generator_conversion(tmp_path):
+    script = """
+        from hardcse.resources import resolve_model
+        print(resolve_model("bundled:smollm2-135m"))
+    """
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
+    assert len(set(outputs)) == 1
+    folder = outputs[0].strip()
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [os.path.basename(folder)]
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(folder).config.model_type == "llama"
+
+
+@openvino
+def test_two_processes_on_a_cold_cache_both_get_the_one_generator_export(tiny_lm_dir, tmp_path):
+    script = f"""
+        from hardcse.art.config import GeneratorConfig
+        from hardcse.art.generator.openvino import export_generator
+        print(export_generator({str(tiny_lm_dir)!r}, GeneratorConfig(dtype="float32", device="cpu")))
+    """
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
+    assert len(set(outputs)) == 1
+    assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(outputs[0].strip())]
+
+
+def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tiny_lm_dir, tmp_path):
+    script = f"""
+        import json
+        from hardcse.art.config import GeneratorConfig
+        from hardcse.art.generator.texts import TextGenerator
+        config = GeneratorConfig(dtype="float32", max_new_tokens=6, device="cpu")
+        texts = TextGenerator({str(tiny_lm_dir)!r}, config, "torch", cache=True).generate(
+            ["the cat runs", "a dog"], row_seeds=[1, 2]
+        )
+        print(json.dumps(texts.texts))
+    """
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
+    assert len(set(outputs)) == 1
+    assert len(list((tmp_path / "generations").iterdir())) == 1
+
+
+def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tune_overrides, tmp_path, monkeypatch):
+    from hardcse.art.config import TuneConfig
+    from hardcse.art.tuned_cache import tuned_cache_dir
+    from hardcse.config import load_config
+
+    overrides = [*tiny_tune_overrides, "rl.steps=2", "rl.save_every=2", "generator.max_new_tokens=6", "reuse=true"]
+    script = f"""
+        import os, sys
+        from hardcse.art.config import TuneConfig
+        from hardcse.art.tuning import tune_generator
+        from hardcse.config import load_config
+        config = load_config(TuneConfig, overrides={overrides!r})
+        out = {str(tmp_path)!r} + f"/run-{{os.getpid()}}"
+        tune_generator(config, out + "/work", out + "/generator")
+        print(sorted(os.listdir(out + "/generator")))
+    """
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path / "cache")})
+    assert len(set(outputs)) == 1
+    from hardcse.art.anchors import split_anchors
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    config = load_config(TuneConfig, overrides=overrides)
+    entry = tuned_cache_dir(config, split_anchors(config.anchors).train)
+    assert entry.is_dir() and not list(entry.parent.glob("*partial*"))
+
+
+def test_two_processes_on_a_cold_cache_write_and_agree_on_an_encoders_evaluation(tiny_encoder_dir, tmp_path):
+    script = f"""
+        from hardcse.evaluation.results import cached_eval
+        print(cached_eval({str(tiny_encoder_dir)!r})["avg7"])
+    """
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
+    assert len(set(outputs)) == 1
+    assert len(list((tmp_path / "eval").iterdir())) == 1
+
+
+def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_terms_code(
+    tiny_tune_overrides, tmp_path, monkeypatch
+):
+    from hardcse.art import tuned_cache
+    from hardcse.art.config import TuneConfig
+    from hardcse.config import load_config
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helper.py").write_text("SCALE = 1.0\n")
+    (tmp_path / "terms.py").write_text(
+        "from helper import SCALE\n\ndef words(anchors, answers, kind, context):\n"
+        "    return [SCALE * len((a or '').split()) for a in answers]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    overrides = [*tiny_tune_overrides, "reward.terms=[{fn: 'terms.py:words', weight: 0.1}]"]
+
+    def key() -> str:
+        return tuned_cache._family(load_config(TuneConfig, overrides=overrides)).name
+
+    first = key()
+    assert key() == first  # nothing changed: the same key
+    with monkeypatch.context() as m:
+        m.setattr(tuned_cache, "world_size", lambda: 2)  # rank r samples with seed + r * 1_000_003
+        assert key() != first
+    engines.select_engine("torch")
+    torch_key = key()
+    if engines.openvino_installed():
+        engines.select_engine("openvino", precision="float32")
+        assert key() != torch_key
+        float32 = key()
+        engines.select_engine("openvino", precision="bfloat16")
+        assert key() != float32
+    engines.select_engine("torch")
+    (tmp_path / "helper.py").write_text("SCALE = 2.0\n")  # a module the term imports changed
+    assert key() != torch_key
+    helper_changed = key()
+    (tmp_path / "terms.py").write_text((tmp_path / "terms.py").read_text() + "# edited\n")
+    assert key() != helper_changed
+
+
+def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, monkeypatch):
+    from hardcse.art.terms import load_term_function
+
+    for name, value in (("a", 1.0), ("b", 2.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "t.py").write_text(f"def term(anchors, answers, kind, context):\n    return [{value}]\n")
+    monkeypatch.chdir(tmp_path / "a")
+    assert load_term_function("t.py:term")([], [], "positive", None) == [1.0]
+    monkeypatch.chdir(tmp_path / "b")  # the same spec from another folder is another file
+    assert load_term_function("t.py:term")([], [], "positive", None) == [2.0]
+    (tmp_path / "b" / "t.py").write_text("def term(anchors, answers, kind, context):\n    return [3.0]\n")
+    term = load_term_function("t.py:term")
+    assert term([], [], "positive", None) == [3.0]
+    assert term.__module__.startswith("hardcse_reward_term_")  # a name of its own, the same in every process
+    assert term.__module__ == load_term_function(str(tmp_path / "b" / "t.py") + ":term").__module__
+
+
+def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and_the_code(
+    tiny_encoder, tiny_encoder_dir, tmp_path, monkeypatch
+):
+    import shutil
+
+    import torch
+
+    from hardcse import cache
+    from hardcse.evaluation import results
+    from hardcse.paths import data_dir
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    sts = tmp_path / "data"
+    shutil.copytree(data_dir() / "sts", sts / "sts")
+    monkeypatch.setenv("HARDCSE_DATA", str(sts))
+    evaluations = []
+    from hardcse.evaluation import sts as sts_module
+
+    write = sts_module.write_sts_eval
+    monkeypatch.setattr(sts_module, "write_sts_eval", lambda *a, **k: evaluations.append(1) or write(*a, **k))
+
+    def evaluate() -> float:
+        return results.cached_eval(str(tiny_encoder_dir))["avg7"]
+
+    first = evaluate()
+    assert evaluate() == first and len(evaluations) == 1  # read back
+    engines.select_engine("torch", precision="float32")
+    with monkeypatch.context() as m:
+        m.setattr(cache, "code_digest", lambda: "other code")
+        evaluate()
+    assert len(evaluations) == 2
+    dev = sts / "sts" / "STSBenchmark" / "dev.tsv"
+    header, row, *rest = dev.read_text().splitlines()
+    dev.write_text("\n".join([header, "0.1" + row[row.index("\t") :], *rest]) + "\n")  # the data changed
+    evaluate()
+    assert len(evaluations) == 3
+    with torch.no_grad():
+        next(tiny_encoder.parameters()).mul_(2)
+    tiny_encoder.save(str(tiny_encoder_dir))  # the model changed
+    evaluate()
+    assert len(evaluations) == 4
+    if engines.openvino_installed():
+        engines.select_engine("openvino", precision="float32")
+        evaluate()
+        assert len(evaluations) == 5
+
+
+def test_auto_returns_to_the_starting_engine_whatever_an_earlier_command_chose(monkeypatch):
+    monkeypatch.setenv("HARDCSE_ENGINE", "torch")
+    monkeypatch.setattr(engines, "openvino_installed", lambda: True)
+    engines.select_engine("openvino")
+    assert engines.resolve_engine("auto", engines_cpu()) == "openvino"
+    engines.select_engine("auto")  # the next command in the same process, with the default
+    assert engines.resolve_engine("auto", engines_cpu()) == "torch"
+
+
+def engines_cpu():
+    import torch
+
+    return torch.device("cpu")
+
+
+def test_the_decontamination_index_follows_the_evaluation_data(tmp_path, monkeypatch):
+    import shutil
+
+    from hardcse.data.decontamination import DecontaminationConfig, eval_index
+    from hardcse.paths import data_dir
+
+    shutil.copytree(data_dir() / "sts", tmp_path / "sts")
+    monkeypatch.setenv("HARDCSE_DATA", str(tmp_path))
+    config = DecontaminationConfig(tasks=["STS-B"])
+    sentence = "A sentence that is in no evaluation set at all, written for this test."
+    assert eval_index(config).match(sentence) is None
+    test = tmp_path / "sts" / "STSBenchmark" / "test.tsv"
+    lines = test.read_text().splitlines()
+    header, first = lines[0], lines[1].split("\t")
+    columns = header.split("\t")
+    first[columns.index("sentence1")] = sentence
+    test.write_text("\n".join([header, "\t".join(first), *lines[2:]]) + "\n")
+    assert eval_index(config).match(sentence) is not None
