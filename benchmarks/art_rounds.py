@@ -3,9 +3,11 @@ the mined-negative baseline and the three ablations, all on the same anchors, re
 
     python benchmarks/art_rounds.py [--runs-dir runs] [--only NAME ...] [--seeds 42 ...] [--skip-runs]
 
-Trains the two NLI models first, once per machine (`hardcse nli train --config configs/nli-discriminator.yaml --out
-CACHE/nli/nli-minilm-KEY`, `hardcse nli train --config configs/nli-judge.yaml --out CACHE/nli/nli-judge-KEY`, KEY a
-hash of the training config, the NLI data and the base model: the same inputs find the same model again) and links
+Trains the two NLI models first, once per machine and code (`hardcse nli train --config
+configs/nli-discriminator.yaml --out CACHE/nli/nli-minilm-KEY`, `hardcse nli train --config configs/nli-judge.yaml
+--out CACHE/nli/nli-judge-KEY`, KEY a hash of the training config, the NLI data, the base model, hardcse's shared code
+(not art/ and the other upper layers, which NLI training never runs), the libraries' versions and the machine's kind:
+the same inputs find the same model again; a second process waits for the first's training) and links
 runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or
 with --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
 writes benchmarks/results/art_rounds.md: per seed, one `art compare` table with each run's avg7 against its round 0
@@ -67,6 +69,8 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     import dataclasses
     import hashlib
 
+    from hardcse.cache import UPPER_LAYERS, code_digest, environment_digest, locked
+    from hardcse.devices import resolve_device
     from hardcse.discriminator.train import NLITrainConfig
     from hardcse.fingerprint import files_digest
     from hardcse.paths import cache_dir, data_dir
@@ -76,10 +80,14 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     digest = hashlib.sha256(json.dumps(dataclasses.asdict(loaded), sort_keys=True).encode())
     files_digest(data_dir() / "nli", digest)
     files_digest(resolve_model(loaded.base_model), digest)
+    # NLI training runs the shared code only (never hardcse/art and the other upper layers): a change there keeps it
+    code = code_digest(without=UPPER_LAYERS)
+    environment_digest(digest, resolve_device(loaded.training.device, "training.device"), code)
     target = cache_dir() / "nli" / f"{name}-{digest.hexdigest()[:16]}"
-    if not (target / "model").is_dir():
-        resume = ["--resume"] if (target / "config.yaml").is_file() else []
-        run(["nli", "train", "--config", config, "--out", str(target), *resume])
+    with locked(target):  # a second benchmark started meanwhile waits for this training, then uses it
+        if not (target / "model").is_dir():
+            resume = ["--resume"] if (target / "config.yaml").is_file() else []
+            run(["nli", "train", "--config", config, "--out", str(target), *resume])
     link = runs_dir / name
     if link.is_symlink():
         link.unlink()

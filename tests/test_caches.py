@@ -269,7 +269,7 @@ def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and
     assert evaluate() == first and len(evaluations) == 1  # read back
     engines.select_engine("torch", precision="float32")
     with monkeypatch.context() as m:
-        m.setattr(cache, "code_digest", lambda: "other code")
+        m.setattr(cache, "code_digest", lambda **_: "other code")
         evaluate()
     assert len(evaluations) == 2
     dev = sts / "sts" / "STSBenchmark" / "dev.tsv"
@@ -321,3 +321,26 @@ def test_the_decontamination_index_follows_the_evaluation_data(tmp_path, monkeyp
     first[columns.index("sentence1")] = sentence
     test.write_text("\n".join([header, "\t".join(first), *lines[2:]]) + "\n")
     assert eval_index(config).match(sentence) is not None
+
+
+def test_the_shared_code_never_imports_the_upper_layers():
+    """What keys the NLI models' cache by the shared code only (hardcse.cache.UPPER_LAYERS) rests on this: the
+    dependencies point down (docs/development.md)."""
+    import ast
+    from pathlib import Path
+
+    import hardcse
+    from hardcse.cache import UPPER_LAYERS
+
+    root = Path(hardcse.__file__).parent
+    upper = tuple(f"hardcse.{name.removesuffix('.py')}" for name in UPPER_LAYERS)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] in UPPER_LAYERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            found += [f"{path.relative_to(root)}: {n}" for n in names if n == "hardcse" or n.startswith(upper)]
+    assert not [f for f in found if not f.endswith(": hardcse")], found

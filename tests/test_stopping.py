@@ -138,7 +138,7 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
     from hardcse import cache  # what decides the texts besides the call: the code, the libraries, the machine
 
     for name, value in (
-        ("code_digest", lambda: "other code"),
+        ("code_digest", lambda **_: "other code"),
         ("library_versions", lambda: {"torch": "0.0"}),
         ("machine_kind", lambda device: "cpu without avx"),
     ):

@@ -33,23 +33,33 @@ from hardcse.paths import cache_dir
 __all__ = ["cache_dir", "code_digest", "environment_digest", "locked", "publish_dir"]
 
 
+# the layers above the shared code (hardcse/cli, the methods, the assay): the shared code never imports them
+# (tests/test_caches.py checks it), so what it computes does not depend on them
+UPPER_LAYERS = ("art", "curriculum", "diffaug", "cli", "assay.py")
+
+
 @functools.cache  # the code a process runs is the code it imported: one digest per process
-def code_digest() -> str:
-    """sha256 over the names and bytes of hardcse's own ``*.py`` files: any change to the code is a new key."""
+def code_digest(without: tuple[str, ...] = ()) -> str:
+    """sha256 over the names and bytes of hardcse's own ``*.py`` files: any change to the code is a new key.
+    ``without``: top-level modules and packages left out (:data:`UPPER_LAYERS`, for what only the shared code
+    computes, such as an NLI model)."""
     import hardcse
 
     package = Path(hardcse.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] in without:
+            continue
         digest.update(f"{path.relative_to(package)}\0".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def environment_digest(digest: Any, device: object) -> None:
-    """Feed ``digest`` (a hashlib object) with hardcse's code, the computing libraries' versions and the machine's
-    kind for work on ``device`` (a ``torch.device``)."""
-    digest.update(f"code {code_digest()}\0".encode())
+def environment_digest(digest: Any, device: object, code: str | None = None) -> None:
+    """Feed ``digest`` (a hashlib object) with hardcse's code (``code``: a :func:`code_digest` of part of it; default
+    all of it), the computing libraries' versions and the machine's kind for work on ``device`` (a
+    ``torch.device``)."""
+    digest.update(f"code {code or code_digest()}\0".encode())
     digest.update(json.dumps(library_versions(), sort_keys=True).encode())
     digest.update(f"\0{machine_kind(device)}\0".encode())
 

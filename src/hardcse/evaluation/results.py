@@ -104,7 +104,7 @@ def cached_eval(source: str, cache: Path | None = None) -> dict:
     """The STS suite record of the encoder ``source``, evaluated once per distinct key: the model's files, the STS
     data's files, the engine and precision that encode, and hardcse's code, the libraries' versions and the
     machine's kind (hardcse/cache.py)."""
-    from hardcse.cache import environment_digest
+    from hardcse.cache import UPPER_LAYERS, code_digest, environment_digest
     from hardcse.devices import resolve_device
     from hardcse.engines import encoder_engine, encoder_precision
     from hardcse.evaluation.sts import write_sts_eval
@@ -117,7 +117,7 @@ def cached_eval(source: str, cache: Path | None = None) -> dict:
     precision = encoder_precision() if engine == "openvino" else "-"
     digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{engine} {precision}\0".encode())
     files_digest(data_dir() / "sts", digest)
-    environment_digest(digest, device)
+    environment_digest(digest, device, code_digest(without=UPPER_LAYERS))  # evaluation runs the shared code only
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
         return {**json.loads(path.read_text(encoding="utf-8")), "model": source}
