@@ -105,18 +105,33 @@ def test_atomic_writes_of_one_path_by_two_writers_never_tear_or_fail(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_on_a_cold_cache_both_get_the_one_generator_conversion(tmp_path):
-    script = """
+def test_two_processes_on_a_cold_cache_both_get_the_one_generator_conversion(tmp_path, monkeypatch):
+    """The bundled generator is converted from its GGUF once, however many processes ask at once; later it loads in
+    a second and chats."""
+    import time
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from hardcse.resources import BUNDLED_GENERATOR, resolve_model
+
+    script = f"""
         from hardcse.resources import resolve_model
-        print(resolve_model("bundled:smollm2-135m"))
+        print(resolve_model({BUNDLED_GENERATOR!r}))
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
     assert len(set(outputs)) == 1
     folder = outputs[0].strip()
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [os.path.basename(folder)]
-    from transformers import AutoModelForCausalLM
-
-    assert AutoModelForCausalLM.from_pretrained(folder).config.model_type == "llama"
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
+    start = time.perf_counter()
+    assert str(resolve_model(BUNDLED_GENERATOR)) == folder
+    assert time.perf_counter() - start < 2  # found, not converted again (the key reads the GGUF's 98 MB)
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Say hello."}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
+    out = model.generate(**ids, max_new_tokens=8, do_sample=False)
+    assert tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
 
 
 @openvino
