@@ -106,3 +106,8 @@ def test_a_missing_file_is_named(tiny_encoder_dir, tmp_path, capsys):
     out = tmp_path / "assay"
     assert main(["assay", "--data", str(tmp_path / "none.csv"), "--out", str(out)]) == 2
     assert "none.csv" in capsys.readouterr().err and not out.exists()
+
+
+def test_no_data_is_one_line(tmp_path, capsys):
+    assert main(["assay", "--out", str(tmp_path / "assay")]) == 2
+    assert capsys.readouterr().err == "error: no training data: give --data A.csv [B.csv ...] (or data: in the config)\n"

@@ -52,8 +52,6 @@ class AssayConfig(SimCSETraining):
 
     def check(self) -> None:
         super().check()
-        if len(self.data) < 1:
-            raise ConfigValueError("data", "give at least one triplet file (--data A.csv B.csv ...)")
         if self.names and len(self.names) != len(self.data):
             raise ConfigValueError("names", f"{len(self.names)} names for {len(self.data)} files; give one per file")
         for name in self.names:
@@ -93,6 +91,8 @@ def _label(path: Path, depth: int) -> str:
 
 def read_assay_data(config: AssayConfig, on_error: OnError = "raise") -> tuple[dict[str, list[Triplet]], int]:
     """Each file's triplets (label -> rows, in ``data``'s order) and the rows every file trains on."""
+    if not config.data:
+        raise HardcseError("no training data: give --data A.csv [B.csv ...] (or data: in the config)")
     data = {label: read_triplets(path, on_error) for label, path in zip(config.labels, config.data, strict=True)}
     fewest = min(len(rows) for rows in data.values())
     rows = config.rows if config.rows is not None else fewest
