@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from hardcse.art.judge import judge_table_markdown
+from hardcse.art.analysis.judge import judge_table_markdown
 from hardcse.cli import main as hardcse
 from hardcse.data.jsonl import read_jsonl
 

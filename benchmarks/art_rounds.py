@@ -33,7 +33,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from hardcse.art.report import compare_runs, write_report
+from hardcse.art.analysis.report import compare_runs, write_report
 from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.data.sts import DEV_TASK

@@ -38,11 +38,11 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, ba
 
     import torch
 
-    from hardcse.art.anchors import split_anchors
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.reward import Reward
-    from hardcse.art.synthesis import synthesize
-    from hardcse.art.tuning import tune_generator
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
     from hardcse.config import load_config
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder

@@ -24,7 +24,7 @@ RESULTS = Path(__file__).parent / "results"
 
 DRAW = """
 import json, os, sys, threading, time
-from hardcse.art.anchors import split_anchors
+from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.config import AnchorConfig
 def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 before, peak, done = rss(), [0.0], threading.Event()

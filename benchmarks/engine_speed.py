@@ -78,8 +78,8 @@ def wall(argv: list[str]) -> float:
 
 def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tuple[str, str, str, int]]) -> list[dict]:
     from hardcse.art.generator.openvino import export_generator
-    from hardcse.art.reward import Reward
-    from hardcse.art.synthesis import synthesize
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.triplets import synthesize
     from hardcse.engines import select_engine
     from hardcse.paths import cache_dir
 
@@ -119,7 +119,7 @@ def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.sampling import generation_eos_ids
     from hardcse.art.generator.stopping import stop_ids
-    from hardcse.art.policy import PolicyTrainer
+    from hardcse.art.rl.policy import PolicyTrainer
     from hardcse.resources import resolve_model
 
     generation = config.generator
@@ -200,11 +200,11 @@ def eval_speed(source: str = "bundled:minilm-l6") -> list[dict]:
 
 
 def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_prompts: int) -> dict:
+    from hardcse.art.analysis.heldout import per_anchor
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.texts import TextGenerator
-    from hardcse.art.heldout import per_anchor
-    from hardcse.art.reward import Reward
-    from hardcse.art.synthesis import synthesize
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
     from hardcse.engines import select_engine
     from hardcse.stats import paired_bootstrap
@@ -362,8 +362,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
     from art_speed import random_discriminator
-    from hardcse.art.anchors import split_anchors
     from hardcse.art.config import ArtRunConfig
+    from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.config import load_config
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder

@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from engine_speed import cpu_flags
-from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
 from hardcse.art.generator.sampling import row_seed
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
+from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.stats import bootstrap_mean, paired_bootstrap
 

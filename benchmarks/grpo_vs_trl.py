@@ -42,8 +42,8 @@ def main() -> None:
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.model import generator_dtype, load_tokenizer
     from hardcse.art.generator.prompts import render_prompts
-    from hardcse.art.reward import Reward
-    from hardcse.art.tuning import ArtScore, step_prompts, tune_generator
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.rl.tuning import ArtScore, step_prompts, tune_generator
     from hardcse.config import load_config
     from hardcse.devices import resolve_device
     from hardcse.discriminator.nli import NLIDiscriminator
@@ -67,7 +67,7 @@ def main() -> None:
         own = [sum(v for k, v in r.items() if k.endswith("_s")) for r in rows]
 
         # TRL's GRPOTrainer on the same anchors and prompts
-        from hardcse.art.anchors import split_anchors
+        from hardcse.art.synthesis.anchors import split_anchors
 
         model_dir = resolve_model(config.generator.model)
         tokenizer = load_tokenizer(model_dir)

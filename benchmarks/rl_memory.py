@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.prompts import render_prompts
-from hardcse.art.policy import PolicyTrainer, enable_checkpointing
+from hardcse.art.rl.policy import PolicyTrainer, enable_checkpointing
+from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.resources import BUNDLED_GENERATOR
 

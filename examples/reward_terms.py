@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from hardcse.art.terms import TermContext
+from hardcse.art.reward.terms import TermContext
 
 # The demonstration the shipped configs (cpu-full, quickstart) show the generator before each anchor.
 DEMONSTRATION = {

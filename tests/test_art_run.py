@@ -7,10 +7,10 @@ import yaml
 from sentence_transformers import SentenceTransformer
 
 from conftest import run_until_killed
-from hardcse.art.anchors import split_anchors
+from hardcse.art.analysis.report import compare_runs
 from hardcse.art.config import ArtRunConfig
-from hardcse.art.report import compare_runs
 from hardcse.art.run import art_run, round_anchors
+from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl

@@ -5,12 +5,12 @@ import json
 import pytest
 import torch
 
-from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.art.analysis.judge import judge_records, judge_table_markdown
 from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
-from hardcse.art.judge import judge_records, judge_table_markdown
-from hardcse.art.reward import Reward
-from hardcse.art.synthesis import synthesize
-from hardcse.art.tuning import tune_generator, tune_run
+from hardcse.art.reward.dual import Reward
+from hardcse.art.rl.tuning import tune_generator, tune_run
+from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
+from hardcse.art.synthesis.triplets import synthesize
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
@@ -105,7 +105,7 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
 def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true: the second tuning of the same inputs copies the first's generator and runs no RL; a change RL
     reads (a reward weight) tunes again, a change it does not read (the filter) does not."""
-    import hardcse.art.tuning as tuning
+    import hardcse.art.rl.tuning as tuning
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))  # this test's own: nothing kept from other runs
     overrides = [
@@ -135,7 +135,7 @@ def test_reuse_continues_a_kept_shorter_tuning_of_the_same_anchors(tiny_tune_ove
     """reuse: true: a 3-step tuning whose first 2 steps were kept continues from them (one RL step, not three) and
     ends with the adapter, value head, optimizer and log an uninterrupted 3-step tuning ends with; steps that read
     other anchors start from scratch."""
-    import hardcse.art.tuning as tuning
+    import hardcse.art.rl.tuning as tuning
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     overrides = [*tiny_tune_overrides, "generator.max_new_tokens=8", "rl.save_every=1", "rl.log_completions=2"]

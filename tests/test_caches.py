@@ -164,14 +164,14 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tin
 
 def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tune_overrides, tmp_path, monkeypatch):
     from hardcse.art.config import TuneConfig
-    from hardcse.art.tuned_cache import tuned_cache_dir
+    from hardcse.art.rl.tuned_cache import tuned_cache_dir
     from hardcse.config import load_config
 
     overrides = [*tiny_tune_overrides, "rl.steps=2", "rl.save_every=2", "generator.max_new_tokens=6", "reuse=true"]
     script = f"""
         import os, sys
         from hardcse.art.config import TuneConfig
-        from hardcse.art.tuning import tune_generator
+        from hardcse.art.rl.tuning import tune_generator
         from hardcse.config import load_config
         config = load_config(TuneConfig, overrides={overrides!r})
         out = {str(tmp_path)!r} + f"/run-{{os.getpid()}}"
@@ -180,7 +180,7 @@ def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tu
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path / "cache")})
     assert len(set(outputs)) == 1
-    from hardcse.art.anchors import split_anchors
+    from hardcse.art.synthesis.anchors import split_anchors
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     config = load_config(TuneConfig, overrides=overrides)
@@ -201,8 +201,8 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_an_encoders_evaluation
 def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_terms_code(
     tiny_tune_overrides, tmp_path, monkeypatch
 ):
-    from hardcse.art import tuned_cache
     from hardcse.art.config import TuneConfig
+    from hardcse.art.rl import tuned_cache
     from hardcse.config import load_config
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
@@ -240,7 +240,7 @@ def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_term
 
 
 def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, monkeypatch):
-    from hardcse.art.terms import load_term_function
+    from hardcse.art.reward.terms import load_term_function
 
     for name, value in (("a", 1.0), ("b", 2.0)):
         (tmp_path / name).mkdir()

@@ -12,6 +12,7 @@ from hardcse.art.config import (
     RLConfig,
     TuneConfig,
 )
+from hardcse.assay import AssayConfig
 from hardcse.config import load_config, save_config
 from hardcse.curriculum.config import CurriculumConfig
 from hardcse.diffaug.config import DiffAugConfig
@@ -205,6 +206,7 @@ CONFIG_CLASSES = {
     "tune-cpu.yaml": TuneConfig,
     "few-shot.yaml": TuneConfig,
     "compose-art-in-datacube.yaml": CurriculumConfig,
+    "assay.yaml": AssayConfig,
 }
 
 

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import Dataset, DatasetDict
 
-from hardcse.art.anchors import _key, split_anchors
 from hardcse.art.config import AnchorConfig
+from hardcse.art.synthesis.anchors import _key, split_anchors
 from hardcse.data.corpus_stream import stream_sentences
 from hardcse.errors import HardcseError
 

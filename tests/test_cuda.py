@@ -14,10 +14,10 @@ from sentence_transformers import SentenceTransformer
 from conftest import SENTENCES
 from hardcse.art.config import FilterConfig, GeneratorConfig, RLConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.grpo import GRPOTrainer
-from hardcse.art.ppo import PPOTrainer
-from hardcse.art.reward import Reward
-from hardcse.art.synthesis import synthesize
+from hardcse.art.reward.dual import Reward
+from hardcse.art.rl.grpo import GRPOTrainer
+from hardcse.art.rl.ppo import PPOTrainer
+from hardcse.art.synthesis.triplets import synthesize
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator

@@ -127,7 +127,7 @@ def test_command_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys, arg
 
 
 def test_synthesis_drops_kept_triplets_that_match_an_evaluation_text():
-    from hardcse.art.synthesis import _drop_eval_matches
+    from hardcse.art.synthesis.triplets import _drop_eval_matches
 
     stsb = load_sts_task("STS-B")
     passed = [

@@ -166,8 +166,8 @@ def test_a_tuned_generator_is_exported_with_its_adapter_merged(tiny_lm_dir, tmp_
 
 @openvino
 def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
-    from hardcse.art.reward import Reward
-    from hardcse.art.synthesis import synthesize
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.triplets import synthesize
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
 

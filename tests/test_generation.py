@@ -8,7 +8,7 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import parse_response
 from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import decoder_and_head, sample
-from hardcse.art.policy import PolicyTrainer
+from hardcse.art.rl.policy import PolicyTrainer
 
 GREEDY = GeneratorConfig(max_new_tokens=6, top_k=1, dtype="float32", device="cpu")  # exact CPU values
 PROMPTS = ["the cat runs", "the cat sleeps very", "the", "a dog", "a dog runs good", "a dog sleeps"]

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from hardcse.art.config import FilterConfig, MiningConfig
-from hardcse.art.mining import mine_negatives
-from hardcse.art.synthesis import drop_reason
+from hardcse.art.synthesis.filter import drop_reason
+from hardcse.art.synthesis.mining import mine_negatives
 from hardcse.config import ConfigValueError
 from hardcse.data.nli import LABEL_ID
 

@@ -167,9 +167,9 @@ ANCHORS = [f"the {s} {v} very {w}" for s in ("cat", "dog") for v in ("runs", "sl
 
 def _synthesize(rank: int, world: int, init_file: str, models: tuple[str, str, str], out: str) -> None:
     """One process of a sharded synthesis (world 1: the reference, without a process group)."""
-    import hardcse.art.synthesis as synthesis
+    import hardcse.art.synthesis.triplets as synthesis
     from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
-    from hardcse.art.reward import Reward
+    from hardcse.art.reward.dual import Reward
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
 
@@ -255,7 +255,7 @@ def test_two_process_nli_training(tiny_bert_dir, tmp_path):
 
 
 def test_rl_refuses_a_batch_the_processes_cannot_share(monkeypatch):
-    import hardcse.art.tuning as tuning
+    import hardcse.art.rl.tuning as tuning
     from hardcse.art.config import RLConfig
     from hardcse.errors import HardcseError
 

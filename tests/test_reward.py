@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from hardcse.art.config import RewardConfig
-from hardcse.art.reward import dual_reward
+from hardcse.art.reward.dual import dual_reward
 
 CONFIG = RewardConfig(w1=0.5, w2=0.5, omega=0.6, alpha_pos=0.7, alpha_neg=0.8, invalid_penalty=-1)
 
@@ -36,7 +36,7 @@ def test_harder_valid_positive_scores_higher():
 
 
 def test_the_summary_splits_the_reward_into_format_r1_and_r2():
-    from hardcse.art.reward import RewardParts
+    from hardcse.art.reward.dual import RewardParts
 
     nan = float("nan")
     # two parsed responses (r1, r2) = (0.2, 0.4) and (-0.1, 0.0) with w = (0.5, 0.5), one rejected at -1

@@ -1,4 +1,4 @@
-"""A user's reward terms (hardcse/art/terms.py): the sum by hand, the checks by their messages, and a term that
+"""A user's reward terms (hardcse/art/reward/terms.py): the sum by hand, the checks by their messages, and a term that
 runs through tuning, synthesis and the held-out comparison on tiny models."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 from hardcse.art.config import RewardConfig, RewardTermConfig, TuneConfig
 from hardcse.art.generator.parsing import Parsed
-from hardcse.art.reward import Reward, dual_reward
+from hardcse.art.reward.dual import Reward, dual_reward
 from hardcse.config import load_config
 from hardcse.errors import HardcseError
 
@@ -177,11 +177,11 @@ def test_without_the_dual_reward_a_term_is_needed():
 def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     terms_file, tiny_tune_overrides, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path
 ):
-    from hardcse.art.anchors import split_anchors
+    from hardcse.art.analysis.heldout import compare, compare_markdown
     from hardcse.art.config import FilterConfig
-    from hardcse.art.heldout import compare, compare_markdown
-    from hardcse.art.synthesis import synthesize
-    from hardcse.art.tuning import tune_generator
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
@@ -201,7 +201,7 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     shares = [log[0][f"share_{name}"] for name in ("format", "r1", "r2", "length")]
     assert sum(shares) == pytest.approx(1.0)
     # every key the log has of its own is one a term's name cannot overwrite (NAME, reward_NAME, share_NAME)
-    from hardcse.art.terms import RESERVED_NAMES
+    from hardcse.art.reward.terms import RESERVED_NAMES
 
     own = set(log[0]) - {"length", "reward_length", "share_length"}
     guarded = RESERVED_NAMES | {k for k in own if k.startswith("reject_")}  # a term name cannot start reject_
@@ -229,7 +229,7 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
 def test_the_documented_example_term_by_hand():
     from pathlib import Path
 
-    from hardcse.art.terms import load_term_function
+    from hardcse.art.reward.terms import load_term_function
 
     example = Path(__file__).resolve().parents[1] / "examples" / "reward_terms.py"
     copy = load_term_function(f"{example}:demonstration_copy")
@@ -258,7 +258,7 @@ def test_a_term_that_fails_at_the_first_step_stops_the_run_in_one_line(
 
 
 def test_the_report_writes_the_reward_as_a_formula():
-    from hardcse.art.tuning_report import reward_formula
+    from hardcse.art.analysis.tuning_report import reward_formula
 
     reward = {"w1": 0.5, "w2": 0.5, "dual": True, "terms": [{"fn": "f.py:copy", "weight": -4.0, "name": None}]}
     assert reward_formula(reward) == "0.5 x r1 + 0.5 x r2 - 4.0 x copy (`f.py:copy`)"

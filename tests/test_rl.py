@@ -9,9 +9,9 @@ import torch
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.grpo import GRPOTrainer, group_advantages, grpo_loss, k3_kl
-from hardcse.art.policy import masked_mean
-from hardcse.art.ppo import (
+from hardcse.art.rl.grpo import GRPOTrainer, group_advantages, grpo_loss, k3_kl
+from hardcse.art.rl.policy import masked_mean
+from hardcse.art.rl.ppo import (
     AdaptiveKLController,
     PPOTrainer,
     clipped_policy_loss,

@@ -101,7 +101,7 @@ class GeneratorConfig(Checked):
 
 @dataclass
 class RewardTermConfig(Checked):
-    """A term of the reward, a Python function (hardcse/art/terms.py): ``fn`` is ``package.module:function`` or
+    """A term of the reward, a Python function (hardcse/art/reward/terms.py): ``fn`` is ``package.module:function`` or
     ``path/to/file.py:function``; it adds ``weight`` x its value to a parsed answer's reward. ``name`` (default:
     the function's name) labels it in logs, records, tables and plots."""
 
@@ -110,7 +110,7 @@ class RewardTermConfig(Checked):
     name: str | None = None
 
     def check(self) -> None:
-        from hardcse.art.terms import NAME_PATTERN, RESERVED_NAMES, load_term_function
+        from hardcse.art.reward.terms import NAME_PATTERN, RESERVED_NAMES, load_term_function
 
         if not self.fn:
             raise ConfigValueError("fn", "give the term's function, package.module:function or file.py:function")
@@ -130,7 +130,7 @@ class RewardTermConfig(Checked):
 
     @property
     def term_name(self) -> str:
-        from hardcse.art.terms import load_term_function
+        from hardcse.art.reward.terms import load_term_function
 
         return self.name if self.name is not None else getattr(load_term_function(self.fn), "__name__", "term")
 
@@ -138,7 +138,7 @@ class RewardTermConfig(Checked):
 @dataclass
 class RewardConfig(Checked):
     """The reward: ART's dual reward r = w1*r1 + w2*r2 (the correctness reward r1 and the difficulty reward r2)
-    when ``dual`` is true, plus each of ``terms`` (hardcse/art/terms.py). Omega and the alphas were chosen by
+    when ``dual`` is true, plus each of ``terms`` (hardcse/art/reward/terms.py). Omega and the alphas were chosen by
     measuring the bundled models on corpus anchors: see benchmarks/results/reward_calibration.md."""
 
     w1: float = 0.5  # correctness weight (paper)
@@ -176,7 +176,7 @@ class RewardConfig(Checked):
 class RLConfig(Checked):
     """The generator's RL: PPO (the paper's; a bandit environment: one prompt, one response, one reward,
     CleanRL-style, with TRL's PPO values as used by the ART authors' code) or GRPO (no value head, group-
-    normalised advantages; see hardcse/art/grpo.py)."""
+    normalised advantages; see hardcse/art/rl/grpo.py)."""
 
     RENAMED: ClassVar[dict[str, str]] = {"ppo_epochs": "epochs"}
     algorithm: str = "ppo"  # ppo | grpo
@@ -236,7 +236,7 @@ class RLConfig(Checked):
 @dataclass
 class AnchorConfig(Checked):
     """Anchors from an unlabeled corpus, read as a stream: filtered by length, in a seeded random order (keyed
-    hashes), the last ``held_out`` kept apart (hardcse/art/anchors.py)."""
+    hashes), the last ``held_out`` kept apart (hardcse/art/synthesis/anchors.py)."""
 
     # None: the vendored Wikipedia sample; else a .txt (one sentence a line), .jsonl, .csv, .tsv or .parquet file,
     # or a folder written by datasets' save_to_disk
@@ -313,7 +313,7 @@ class TuneConfig(Checked):
     # RL rollouts and every training step run in PyTorch.
     engine: str = "auto"
     # Reuse what this machine computed before for the same inputs instead of computing it again: a round's tuned
-    # generator (<cache>/tuned/, hardcse/art/tuned_cache.py) and the texts of synthesis and the held-out comparison
+    # generator (<cache>/tuned/, hardcse/art/rl/tuned_cache.py) and the texts of synthesis and the held-out comparison
     # (<cache>/generations/). An ablation that shares a run's first round (without the filter) then skips its RL
     # and generation; a longer tuning whose first steps are a kept one's (one round) continues from it.
     # Off: every stage computes (the raw generator's held-out texts are cached either way).
@@ -359,12 +359,12 @@ class ArtRunConfig(TuneConfig):
     # next round's difficulty judge worse on the selection split. false: always hand on the trained one.
     keep_better_encoder: bool = True
     # "generated": the generator writes the negative (ART); "mined": the generator writes only positives and
-    # the negative is mined from the anchor corpus by the current encoder (hardcse/art/mining.py; the filter
+    # the negative is mined from the anchor corpus by the current encoder (hardcse/art/synthesis/mining.py; the filter
     # then checks positives only: a corpus sentence is rarely a contradiction of the anchor).
     negatives: str = "generated"
     mining: MiningConfig = field(default_factory=MiningConfig)
     # Each tuned round: the raw and the tuned generator write for the first N held-out anchors, compared with
-    # bootstrap intervals (round_r/heldout.json, hardcse/art/heldout.py); 0: not measured.
+    # bootstrap intervals (round_r/heldout.json, hardcse/art/analysis/heldout.py); 0: not measured.
     heldout_anchors: int = 500
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hardcse.art.anchors import split_anchors
+from hardcse.art.analysis.judge import judge_records
 from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
-from hardcse.art.judge import judge_records
-from hardcse.art.synthesis import synthesize
-from hardcse.art.tuning import check_rank_shares, tune_generator
+from hardcse.art.rl.tuning import check_rank_shares, tune_generator
+from hardcse.art.synthesis.anchors import split_anchors
+from hardcse.art.synthesis.triplets import synthesize
 from hardcse.atomic import write_json_atomic
 from hardcse.data.decontamination import Decontamination, triplet_texts
 from hardcse.data.jsonl import read_jsonl
@@ -143,7 +143,7 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     for r, anchors in enumerate(blocks, start=1):
         encoder_source, generator_source = _run_round(run, r, anchors, encoder_source, generator_source)
 
-    from hardcse.art.report import write_report
+    from hardcse.art.analysis.report import write_report
 
     folder.finish()
     run_on_main(lambda: write_report(folder.dir))
@@ -180,7 +180,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             generator_source = synthesis_generator
 
     def run_synthesis(_: Path) -> None:
-        from hardcse.art.reward import Reward
+        from hardcse.art.reward.dual import Reward
 
         reward = Reward(run.discriminator, load_encoder(encoder_source, pooling, device=config.device), config.reward)
         generation = config.generator
@@ -245,7 +245,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
 def _compare_on_held_out(
     run: _Run, round_dir: Path, encoder_source: str, pooling: str, tuned_generator: str, out: Path
 ) -> None:
-    from hardcse.art.heldout import held_out_comparison
+    from hardcse.art.analysis.heldout import held_out_comparison
 
     config = run.config
     reward_encoder = load_encoder(encoder_source, pooling, device=config.device)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> None:
 
 def tune(args: argparse.Namespace) -> None:
     from hardcse.art.config import TuneConfig
-    from hardcse.art.tuning import tune_run
+    from hardcse.art.rl.tuning import tune_run
 
     final = tune_run(run_config(TuneConfig, args), args.out, resume=args.resume, overwrite=args.overwrite)
     print(f"tuned generator: {final} (curves: {final / 'rl_curves.png'})")
@@ -81,7 +81,7 @@ def tune(args: argparse.Namespace) -> None:
 
 def generate(args: argparse.Namespace) -> None:
     from hardcse.art.config import TuneConfig
-    from hardcse.art.synthesis import synthesis_run
+    from hardcse.art.synthesis.triplets import synthesis_run
 
     config = run_config(TuneConfig, args)
     report = synthesis_run(
@@ -98,7 +98,7 @@ def generate(args: argparse.Namespace) -> None:
 
 
 def judge(args: argparse.Namespace) -> None:
-    from hardcse.art.judge import judge_records, judge_table_markdown
+    from hardcse.art.analysis.judge import judge_records, judge_table_markdown
     from hardcse.atomic import write_json_atomic
     from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator
@@ -116,12 +116,12 @@ def judge(args: argparse.Namespace) -> None:
 
 
 def compare(args: argparse.Namespace) -> None:
-    from hardcse.art.report import compare_runs
+    from hardcse.art.analysis.report import compare_runs
 
     print(compare_runs(args.runs, baseline=args.baseline))
 
 
 def report(args: argparse.Namespace) -> None:
-    from hardcse.art.report import write_report
+    from hardcse.art.analysis.report import write_report
 
     print(write_report(args.run_dir).read_text(encoding="utf-8"))

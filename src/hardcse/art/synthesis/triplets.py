@@ -25,12 +25,12 @@ from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import row_seed
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
-from hardcse.art.mining import mine_negatives
-from hardcse.art.reward import Reward, RewardParts
+from hardcse.art.reward.dual import Reward, RewardParts
+from hardcse.art.synthesis.filter import drop_reason
+from hardcse.art.synthesis.mining import mine_negatives
 from hardcse.atomic import write_text_atomic
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
-from hardcse.data.nli import LABEL_ID
 from hardcse.data.triplets import write_triplets
 from hardcse.distributed import gather_objects, rank_share, run_on_main
 from hardcse.engines import select_engine
@@ -56,20 +56,6 @@ class SynthesisReport:
         }
 
 
-def drop_reason(record: dict, config: FilterConfig) -> str | None:
-    """Why a record's triplet is not kept (the first failing check), or None when it is kept. A mined negative
-    is not checked for contradiction (see hardcse/art/mining.py)."""
-    for kind in ("positive", "negative"):
-        if record[kind] is None:
-            return f"{kind}_{record[f'{kind}_reason']}"
-    if record["positive_probs"][LABEL_ID["entailment"]] < config.min_entailment:
-        return "positive_not_entailed"
-    mined = record.get("negative_source") == "mined"
-    if not mined and record["negative_probs"][LABEL_ID["contradiction"]] < config.min_contradiction:
-        return "negative_not_contradiction"
-    return None
-
-
 def synthesize(
     generator_source: str,
     anchors: list[str],
@@ -86,7 +72,7 @@ def synthesize(
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
-    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.mining.mine_negatives`).
+    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.synthesis.mining.mine_negatives`).
     A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
     default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
     where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc);
@@ -206,7 +192,7 @@ def synthesis_run(
     ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
     the synthesis report. The inputs that are not config are recorded in the manifest."""
     select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
-    from hardcse.art.anchors import split_anchors
+    from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.data.corpus import read_sentences
     from hardcse.discriminator.nli import load_discriminator
     from hardcse.encoder.build import load_encoder

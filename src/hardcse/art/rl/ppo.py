@@ -4,7 +4,7 @@ One episode = one prompt, one sampled response, one scalar score. Symbols as in 
 CleanRL: per-token reward r_t = -beta * (log pi(y_t) - log pi_ref(y_t)), plus the score at the last token;
 GAE with gamma and lambda; clipped surrogate policy loss and clipped value loss. The policy is the LM with a
 LoRA adapter, the reference the same LM with the adapter disabled, the value a linear head on the policy's
-last hidden state. The policy's forward, minibatches and update are shared with GRPO (:mod:`hardcse.art.policy`).
+last hidden state. The policy's forward, minibatches and update are shared with GRPO (:mod:`hardcse.art.rl.policy`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from torch import nn
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.sampling import Samples
-from hardcse.art.policy import PolicyTrainer, Rollout, masked_mean
+from hardcse.art.rl.policy import PolicyTrainer, Rollout, masked_mean
 from hardcse.distributed import mean_over_ranks
 
 

@@ -9,7 +9,7 @@ Per anchor (its positive and its negative together):
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
     reward_parsed   mean reward of the parsed responses only: the reward with format set aside
     p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses
-    NAME_parsed     for each term of the reward (hardcse/art/reward.py: r1 and r2 of the dual reward, then the
+    NAME_parsed     for each term of the reward (hardcse/art/reward/dual.py: r1 and r2 of the dual reward, then the
                     config's own), its mean (unweighted) value over the parsed responses; these undefined when none
                     parsed
 A rising reward with a flat judged_correct is the sign of reward hacking: the generator learns the reward
@@ -26,11 +26,10 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.art.anchors import split_anchors
 from hardcse.art.config import ArtRunConfig
-from hardcse.art.judge import TARGET
-from hardcse.art.reward import Reward
-from hardcse.art.synthesis import synthesize
+from hardcse.art.reward.dual import TARGET_LABEL, Reward
+from hardcse.art.synthesis.anchors import split_anchors
+from hardcse.art.synthesis.triplets import synthesize
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
@@ -69,7 +68,7 @@ def per_anchor(
     }
     correct = np.zeros((n, 2))
     parsed = np.zeros((n, 2), dtype=bool)
-    for k, (kind, target) in enumerate(TARGET.items()):
+    for k, (kind, target) in enumerate(TARGET_LABEL.items()):
         rows = [i for i, r in enumerate(records) if r[kind] is not None]
         cosine = np.full(n, np.nan)
         if rows:
@@ -86,11 +85,12 @@ def per_anchor(
     # parsed)
 
     def parsed_values(field: str) -> np.ndarray:
-        values = [[r[f"{kind}_{field}"] if r[kind] is not None else np.nan for kind in TARGET] for r in records]
+        values = [[r[f"{kind}_{field}"] if r[kind] is not None else np.nan for kind in TARGET_LABEL] for r in records]
         return np.array(values, dtype=float).reshape(n, 2)
 
     p_target = np.array(
-        [[(r.get(f"{kind}_probs") or [np.nan] * 3)[t] for kind, t in TARGET.items()] for r in records], dtype=float
+        [[(r.get(f"{kind}_probs") or [np.nan] * 3)[t] for kind, t in TARGET_LABEL.items()] for r in records],
+        dtype=float,
     ).reshape(n, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the mean of no parsed response is NaN, as meant

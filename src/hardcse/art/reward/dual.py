@@ -1,5 +1,5 @@
 """ART's reward: the dual reward, correctness from an NLI discriminator and difficulty from the current encoder,
-plus the terms a user adds (hardcse/art/terms.py), all summed the same way.
+plus the terms a user adds (hardcse/art/reward/terms.py), all summed the same way.
 
     r  = w1 * r1 + w2 * r2 (+ sum_k weight_k * term_k)
     r1 = P(t | x, y) - Omega          t = entailment for a positive prompt, contradiction for a negative one
@@ -19,7 +19,7 @@ from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import RewardConfig
 from hardcse.art.generator.parsing import Parsed
-from hardcse.art.terms import Term, TermContext, evaluate_terms, load_term_function
+from hardcse.art.reward.terms import Term, TermContext, evaluate_terms, load_term_function
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import encode, pair_cosines

@@ -4,7 +4,7 @@ PPO (the paper's) or GRPO, by ``rl.algorithm``. Work folder: ``rl_log.jsonl`` (o
 ``rl_curves.png``, ``checkpoint/`` (adapter + optimizer state, every ``save_every`` steps); the final adapter
 with its log and curves goes to ``final_dir`` (a folder ``hardcse art generate`` takes). Under several processes
 each rank samples its block of every step's rollouts (from its own random stream) and the updates average the
-gradients (hardcse/art/policy.py); rank 0 logs the ranks' mean numbers and writes the checkpoints.
+gradients (hardcse/art/rl/policy.py); rank 0 logs the ranks' mean numbers and writes the checkpoints.
 """
 
 from __future__ import annotations
@@ -18,18 +18,17 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from hardcse.art.anchors import anchors_for_step, split_anchors
+from hardcse.art.analysis.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
 from hardcse.art.config import RLConfig, TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
 from hardcse.art.generator.stopping import token_limits
-from hardcse.art.grpo import GRPOTrainer
-from hardcse.art.plots import COMPLETIONS, RL_CURVES_PNG, RL_LOG, plot_rl_log
-from hardcse.art.policy import PolicyTrainer, saved_state_exists
-from hardcse.art.ppo import PPOTrainer
-from hardcse.art.reward import Reward
-from hardcse.art.tuned_cache import (
+from hardcse.art.reward.dual import Reward
+from hardcse.art.rl.grpo import GRPOTrainer
+from hardcse.art.rl.policy import PolicyTrainer, saved_state_exists
+from hardcse.art.rl.ppo import PPOTrainer
+from hardcse.art.rl.tuned_cache import (
     copy_generator,
     is_cached,
     keep_generator,
@@ -37,6 +36,7 @@ from hardcse.art.tuned_cache import (
     start_from,
     tuned_cache_dir,
 )
+from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator

@@ -26,11 +26,11 @@ import re
 import shutil
 from pathlib import Path
 
-from hardcse.art.anchors import anchors_for_step
+from hardcse.art.analysis.plots import COMPLETIONS, RL_LOG
 from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import GENERATOR_FILE, source_digest
-from hardcse.art.plots import COMPLETIONS, RL_LOG
-from hardcse.art.terms import term_code_digest
+from hardcse.art.reward.terms import term_code_digest
+from hardcse.art.synthesis.anchors import anchors_for_step
 from hardcse.atomic import replace_dir
 from hardcse.cache import environment_digest, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16

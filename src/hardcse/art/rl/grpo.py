@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from hardcse.art.policy import PolicyTrainer, Rollout, masked_mean
+from hardcse.art.rl.policy import PolicyTrainer, Rollout, masked_mean
 
 
 def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:

@@ -6,11 +6,9 @@ from __future__ import annotations
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.data.nli import LABEL_ID
+from hardcse.art.reward.dual import TARGET_LABEL
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
-
-TARGET = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
 
 
 def judge_records(
@@ -22,7 +20,7 @@ def judge_records(
     """Measures over ``synthetic.jsonl`` records: accuracy over parsed outputs by ``judge`` (skipped when None);
     cosines by ``cosine_encoder`` (default: the reward encoder's, as recorded), listed per item as well."""
     result: dict = {"anchors": len(records)}
-    for kind, target in TARGET.items():
+    for kind, target in TARGET_LABEL.items():
         rows = [r for r in records if r[kind] is not None]
         result[f"{kind}_parse_failure_rate"] = 1 - len(rows) / max(len(records), 1)
         anchors, outputs = [r["anchor"] for r in rows], [r[kind] for r in rows]

@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
+from hardcse.art.analysis.tuning_report import plot_reward_per_round, reward_formula, rl_markdown  # noqa: E402
 from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
-from hardcse.art.tuning_report import plot_reward_per_round, reward_formula, rl_markdown  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
@@ -244,7 +244,7 @@ def build_report(run_dir: str | Path) -> str:
         out += ["## Generator tuning per round", "", rl_table, ""]
     heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
     if any(h for _, h in heldout):
-        from hardcse.art.heldout import compare_markdown
+        from hardcse.art.analysis.heldout import compare_markdown
 
         out += ["## Raw vs tuned generator on held-out anchors", ""]
         out += [f"{name}:\n\n{compare_markdown(h)}\n" for name, h in heldout if h]

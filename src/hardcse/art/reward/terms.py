@@ -40,7 +40,7 @@ RESERVED_NAMES = frozenset(
     "reward format parsed std parsed_std std_in_group positive negative p_target cosine parse_failure_rate "
     "raw reason probs source kl kl_coef kl_token approx_kl entropy clipfrac value_loss policy_loss loss ratio "
     "response_tokens returns score skipped skipped_batches step truncated r1 r2 "
-    # the RL step's timings (hardcse/art/policy.py)
+    # the RL step's timings (hardcse/art/rl/policy.py)
     "generation_s scoring_s policy_forward_s reference_s optimisation_s".split()
 )
 
