@@ -30,7 +30,7 @@ def run_config(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path):
         "rl": {"steps": 2, "batch_size": 4, "minibatch_size": 2, "epochs": 1, "save_every": 1},
         "synthesis_anchors": 4,
         "heldout_anchors": 3,
-        "filter": {"min_entailment": 0.0, "min_contradiction": 0.0},
+        "filter": {"rule": "none"},
         "encoder_training": {"training": {"batch_size": 4, "eval_steps": 1, "learning_rate": 1e-3}},
         "keep_better_encoder": False,
         "eval_tasks": [],  # STS-B dev only (always evaluated): fast
@@ -129,6 +129,7 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
         "tune_generator=false",
         "rounds=1",
         "judge=null",
+        "filter.rule=threshold",
         "filter.min_entailment=1.01",
         "keep_better_encoder=true",
     ]

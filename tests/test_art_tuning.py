@@ -64,7 +64,7 @@ def test_tune_resume_generate_judge(tiny_tune_overrides, tiny_lm_dir, tiny_encod
     split = split_anchors(config.anchors)
     reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), config.reward)
     out = tmp_path / "synth"
-    report = synthesize(str(final), split.held_out, config.generator, reward, FilterConfig(0.0, 0.0), out)
+    report = synthesize(str(final), split.held_out, config.generator, reward, FilterConfig(rule="none"), out)
     records = read_jsonl(out / "synthetic.jsonl")
     assert report.anchors == len(records) == 5
     for r in records:
@@ -89,7 +89,7 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     def written(batch_size: int, rows: list[str], seed: int = 7) -> dict[str, tuple]:
         generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=batch_size, seed=seed)
         out = tmp_path / f"b{batch_size}-s{seed}-{rows[0].replace(' ', '_')}"
-        synthesize(str(tiny_lm_dir), rows, generation, reward, FilterConfig(0.0, 0.0), out)
+        synthesize(str(tiny_lm_dir), rows, generation, reward, FilterConfig(rule="none"), out)
         return {r["anchor"]: (r["positive_raw"], r["negative_raw"]) for r in read_jsonl(out / "synthetic.jsonl")}
 
     # generator.batch_size counts responses: a positive and a negative per anchor, so 1, 3 and 8 anchors a batch

@@ -110,4 +110,5 @@ def test_a_missing_file_is_named(tiny_encoder_dir, tmp_path, capsys):
 
 def test_no_data_is_one_line(tmp_path, capsys):
     assert main(["assay", "--out", str(tmp_path / "assay")]) == 2
-    assert capsys.readouterr().err == "error: no training data: give --data A.csv [B.csv ...] (or data: in the config)\n"
+    err = capsys.readouterr().err
+    assert err == "error: no training data: give --data A.csv [B.csv ...] (or data: in the config)\n"

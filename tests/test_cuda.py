@@ -61,7 +61,7 @@ def test_synthesis_on_the_gpu_does_not_depend_on_the_batch_size(tiny_lm_dir, tin
     texts = []
     for batch_size in (2, 8):
         generation = dataclasses.replace(GEN, max_new_tokens=6, batch_size=batch_size)
-        synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(0.0, 0.0), tmp_path / str(batch_size))
+        synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), tmp_path / str(batch_size))
         texts.append(
             [(r["positive_raw"], r["negative_raw"]) for r in read_jsonl(tmp_path / str(batch_size) / "synthetic.jsonl")]
         )

@@ -177,7 +177,7 @@ def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encod
     def written(name: str, seed: int = 7) -> bytes:
         generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=seed)
         synthesize(
-            str(tiny_lm_dir), anchors, generation, reward, FilterConfig(0.0, 0.0), tmp_path / name, engine="openvino"
+            str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), tmp_path / name, engine="openvino"
         )
         return (tmp_path / name / "synthetic.jsonl").read_bytes()
 
@@ -186,7 +186,7 @@ def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encod
     assert written("c", seed=8) != first
     torch_texts = tmp_path / "t"
     generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=7)
-    synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(0.0, 0.0), torch_texts, engine="torch")
+    synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), torch_texts, engine="torch")
     assert len(first.splitlines()) == len((torch_texts / "synthetic.jsonl").read_bytes().splitlines()) == 8
 
 

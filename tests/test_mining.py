@@ -8,7 +8,6 @@ from hardcse.art.config import FilterConfig, MiningConfig
 from hardcse.art.synthesis.filter import drop_reason
 from hardcse.art.synthesis.mining import mine_negatives
 from hardcse.config import ConfigValueError
-from hardcse.data.nli import LABEL_ID
 
 ANCHORS = ["A man plays a guitar on stage.", "The child is reading a book.", "A cat sleeps on the sofa."]
 POSITIVES = ["On stage a man is playing guitar.", "A kid reads a book.", None]
@@ -55,11 +54,10 @@ def test_a_margin_nothing_passes_gives_no_negative(tiny_encoder):
 
 
 def test_mined_negatives_skip_the_contradiction_check_only():
-    probs = [0.0, 0.0, 0.0]
-    probs_pos = [0.0, 0.0, 0.0]
-    probs_pos[LABEL_ID["entailment"]] = 0.9
+    probs = [0.1, 0.6, 0.3]  # (entailment, neutral, contradiction): neutral
+    probs_pos = [0.9, 0.05, 0.05]
     record = {"positive": "p", "positive_probs": probs_pos, "negative": "n", "negative_probs": probs}
-    strict = FilterConfig(min_entailment=0.5, min_contradiction=0.5)
+    strict = FilterConfig(rule="threshold", min_entailment=0.5, min_contradiction=0.5)
     assert drop_reason(record, strict) == "negative_not_contradiction"
     assert drop_reason(record | {"negative_source": "mined"}, strict) is None
     assert (

@@ -215,7 +215,7 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     anchors = split_anchors(config.anchors).held_out
     sides = {}
     for side, source in (("raw", str(tiny_lm_dir)), ("tuned", str(final))):
-        synthesize(source, anchors, config.generator, reward, FilterConfig(0.0, 0.0), tmp_path / side)
+        synthesize(source, anchors, config.generator, reward, FilterConfig(rule="none"), tmp_path / side)
         sides[side] = read_jsonl(tmp_path / side / "synthetic.jsonl")
     record = sides["raw"][0]
     assert {"positive_length", "negative_length", "positive_r1", "negative_r2"} <= set(record)

@@ -258,17 +258,30 @@ class AnchorConfig(Checked):
             raise ConfigValueError("max_words", f"{self.max_words} is below min_words {self.min_words}")
 
 
+FILTER_RULES = ("argmax", "threshold", "none")
+
+
 @dataclass
 class FilterConfig(Checked):
-    """The NLI filter of synthesis: a triplet is kept only when the discriminator agrees with both parts."""
+    """The NLI filter of synthesis (hardcse/art/synthesis/filter.py): a triplet is kept only when the
+    discriminator agrees with both parts. ``rule``: argmax (the paper's: the predicted label is the target, by
+    ``margin`` over the others), threshold (P(target) >= ``min_entailment`` / ``min_contradiction``), none (every
+    parsed pair: the paper's "w/o filter" ablation). Under argmax and threshold a negative labelled entailment, or a
+    positive and negative sharing ``max_pair_overlap`` of their words or more, is never kept."""
 
-    min_entailment: float = 0.5  # P(entailment | x, positive)
-    min_contradiction: float = 0.5  # P(contradiction | x, negative)
+    min_entailment: float = 0.5  # threshold: P(entailment | x, positive)
+    min_contradiction: float = 0.5  # threshold: P(contradiction | x, negative)
+    rule: str = "argmax"
+    margin: float = 0.0  # argmax: P(target) - the largest other probability must be >= margin
+    max_pair_overlap: float = 0.9  # Jaccard overlap of the positive's and negative's words; 1.0: identical only
 
     def check(self) -> None:
         # above 1 keeps nothing: allowed, the raw-LLM and no-filter ablations use the bounds on purpose
         check_range("min_entailment", self.min_entailment, 0.0, 1.01)
         check_range("min_contradiction", self.min_contradiction, 0.0, 1.01)
+        check_choice("rule", self.rule, FILTER_RULES)
+        check_range("margin", self.margin, 0.0, 1.0)
+        check_range("max_pair_overlap", self.max_pair_overlap, 0.0, 1.0)
 
 
 @dataclass

@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "a positive and a negative per anchor, NLI-filtered, as SimCSE CSV",
         generate,
         "TuneConfig keys: generator sampling, encoder, discriminator, filter",
-        "filter.min_entailment=0.6",
+        "filter.rule=argmax filter.margin=0.2",
     )
     p.add_argument("--generator", help="a raw LM source or a tuned generator folder (default: generator.model)")
     p.add_argument("--anchors", default="held-out", help="'held-out' (the anchor split kept from tuning) or a file")

@@ -192,6 +192,22 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
+def filter_description(config: dict) -> str:
+    """The filter of a run's config.yaml in words (a config from before ``filter.rule`` is the threshold rule)."""
+    rule = config.get("rule", "threshold")
+    if rule == "none":
+        return "none (every parsed pair)"
+    if rule == "argmax":
+        margin = config.get("margin", 0.0)
+        judged = "entailment / contradiction" + (f" by a margin of {margin}" if margin else "")
+        kept = f"the discriminator's predicted label is {judged}"
+    else:
+        kept = f"P(entailment) >= {config['min_entailment']}, P(contradiction) >= {config['min_contradiction']}"
+    if "max_pair_overlap" not in config:
+        return kept
+    return f"{kept}; no entailed negative, positive and negative under {config['max_pair_overlap']} word overlap"
+
+
 def build_report(run_dir: str | Path) -> str:
     """The Markdown report of a run folder (complete or not); also writes the plots."""
     run_dir = Path(run_dir)
@@ -220,8 +236,7 @@ def build_report(run_dir: str | Path) -> str:
         f"- encoder: `{config['encoder']}`; generator: {generator}",
         f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
         f"- {config['rounds']} round(s), {config['synthesis_anchors']} new anchors each; filter: "
-        f"P(entailment) >= {config['filter']['min_entailment']}, P(contradiction) >= "
-        f"{config['filter']['min_contradiction']}; reward {reward_formula(config['reward'])}",
+        f"{filter_description(config['filter'])}; reward {reward_formula(config['reward'])}",
         "",
         "## STS per round (Spearman x 100)",
         "",

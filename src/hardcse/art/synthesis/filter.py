@@ -1,24 +1,68 @@
 """ART's NLI filter: which synthesised triplets are kept for training (``filter`` in the config).
 
-The paper keeps a generated positive the discriminator judges entailed by its anchor and a negative it judges a
-contradiction. Every record of ``synthetic.jsonl`` gets the first check it fails as its ``drop_reason`` (None: kept).
+``filter.rule`` (every record of ``synthetic.jsonl`` gets the first check it fails as its ``drop_reason``; None:
+kept):
+- ``argmax``, the paper's: a positive is kept when the discriminator's predicted label (the most probable of
+  entailment, neutral, contradiction) is entailment, a negative when it is contradiction; with ``margin`` > 0
+  the target's probability must exceed every other label's by at least the margin;
+- ``threshold``: P(entailment | x, y+) >= ``min_entailment`` and P(contradiction | x, y-) >= ``min_contradiction``
+  (this project's earlier rule: with bounds summing below 1 one sentence can pass as both positive and negative);
+- ``none``: every parsed pair is kept (the paper's "w/o filter" ablation).
+Under ``argmax`` and ``threshold`` a triplet is also never kept when its negative is labelled entailment (a false
+negative, mined ones included) or when its positive and negative are the same sentence or nearly
+(``max_pair_overlap``: the share of their distinct lowercased words they have in common, Jaccard). A mined negative
+is not asked to be a contradiction (hardcse/art/synthesis/mining.py): it is a corpus sentence, not an edit.
 """
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
+
 from hardcse.art.config import FilterConfig
 from hardcse.data.nli import LABEL_ID
 
+WORD = re.compile(r"[a-z0-9']+")
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of two texts' sets of lowercased words (1.0: the same words)."""
+    x, y = set(WORD.findall(a.lower())), set(WORD.findall(b.lower()))
+    return len(x & y) / len(x | y) if x | y else 1.0
+
+
+def judged(probs: list[float], label: str, margin: float) -> bool:
+    """Whether ``label`` is the predicted label of ``probs`` (P(entailment, neutral, contradiction)) by at least
+    ``margin`` over every other label."""
+    p = np.asarray(probs, dtype=float)
+    target = LABEL_ID[label]
+    if margin == 0:
+        return int(np.argmax(p)) == target  # the predicted label (a tie goes to the first of the tied labels)
+    return bool(p[target] - np.delete(p, target).max() >= margin)
+
 
 def drop_reason(record: dict, config: FilterConfig) -> str | None:
-    """Why a record's triplet is not kept (the first failing check), or None when it is kept. A mined negative
-    is not checked for contradiction (see hardcse/art/synthesis/mining.py)."""
+    """Why a record's triplet is not kept (the first failing check), or None when it is kept."""
     for kind in ("positive", "negative"):
         if record[kind] is None:
             return f"{kind}_{record[f'{kind}_reason']}"
-    if record["positive_probs"][LABEL_ID["entailment"]] < config.min_entailment:
-        return "positive_not_entailed"
+    if config.rule == "none":
+        return None
+    positive, negative = record["positive_probs"], record["negative_probs"]
     mined = record.get("negative_source") == "mined"
-    if not mined and record["negative_probs"][LABEL_ID["contradiction"]] < config.min_contradiction:
-        return "negative_not_contradiction"
+    if config.rule == "argmax":
+        if not judged(positive, "entailment", config.margin):
+            return "positive_not_entailed"
+        if not mined and not judged(negative, "contradiction", config.margin):
+            return "negative_not_contradiction"
+    else:
+        if positive[LABEL_ID["entailment"]] < config.min_entailment:
+            return "positive_not_entailed"
+        if not mined and negative[LABEL_ID["contradiction"]] < config.min_contradiction:
+            return "negative_not_contradiction"
+    if judged(negative, "entailment", 0.0):
+        return "negative_entailed"
+    if word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
+        return "positive_is_negative"
     return None

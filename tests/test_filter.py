@@ -1,0 +1,80 @@
+"""ART's NLI filter by hand: the paper's argmax rule, the threshold rule, none; entailed negatives and a positive
+that is its negative are never kept (issue 41)."""
+
+import pytest
+
+from hardcse.art.config import FilterConfig
+from hardcse.art.synthesis.filter import drop_reason, judged, word_overlap
+from hardcse.config import ConfigValueError
+
+ENTAILED, NEUTRAL, CONTRADICTED = [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]
+
+
+def record(positive_probs, negative_probs, positive="A man plays a guitar.", negative="Nobody plays anything."):
+    return {
+        "positive": positive,
+        "positive_probs": positive_probs,
+        "negative": negative,
+        "negative_probs": negative_probs,
+    }
+
+
+def test_argmax_is_the_predicted_label_and_a_margin_asks_for_more():
+    assert judged(ENTAILED, "entailment", 0.0) and not judged(ENTAILED, "contradiction", 0.0)
+    assert judged([0.34, 0.33, 0.33], "entailment", 0.0)  # predicted, however narrowly
+    assert not judged([0.34, 0.33, 0.33], "entailment", 0.05)  # 0.34 - 0.33 < 0.05
+    assert judged([0.5, 0.44, 0.06], "entailment", 0.05) and not judged([0.5, 0.46, 0.04], "entailment", 0.05)
+
+
+def test_the_papers_rule_keeps_only_judged_pairs():
+    paper = FilterConfig()  # rule: argmax, margin 0
+    assert drop_reason(record(ENTAILED, CONTRADICTED), paper) is None
+    assert drop_reason(record(NEUTRAL, CONTRADICTED), paper) == "positive_not_entailed"
+    assert drop_reason(record(ENTAILED, NEUTRAL), paper) == "negative_not_contradiction"
+    # P(target) 0.4 each, under the threshold rule's 0.31 both pass; argmax: the positive is contradicted
+    split = [0.35, 0.25, 0.4]
+    assert drop_reason(record(split, split), paper) == "positive_not_entailed"
+    loose = FilterConfig(rule="threshold", min_entailment=0.31, min_contradiction=0.31)
+    assert drop_reason(record(split, split, negative="A woman sings."), loose) is None
+
+
+def test_an_entailed_negative_is_never_kept_not_even_mined():
+    loose = FilterConfig(rule="threshold", min_entailment=0.31, min_contradiction=0.31)
+    both = [0.45, 0.2, 0.35]  # passes 0.31 as a contradiction, but the discriminator says entailment
+    assert drop_reason(record(ENTAILED, both), loose) == "negative_entailed"
+    mined = record(ENTAILED, ENTAILED) | {"negative_source": "mined"}  # not asked to contradict, but entailed
+    assert drop_reason(mined, FilterConfig()) == "negative_entailed"
+    assert drop_reason(mined | {"negative_probs": NEUTRAL}, FilterConfig()) is None
+
+
+def test_a_positive_that_is_its_negative_is_never_kept():
+    assert word_overlap("The cat sat.", "the CAT sat") == 1.0
+    assert word_overlap("a b c d", "a b c e") == pytest.approx(3 / 5)
+    same = record(ENTAILED, CONTRADICTED, positive="The cat sat on the mat.", negative="The cat sat on the mat!")
+    assert drop_reason(same, FilterConfig()) == "positive_is_negative"
+    # 9 shared words of 10: overlap 0.9, at the default bound
+    near = record(
+        ENTAILED,
+        CONTRADICTED,
+        positive="one two three four five six seven eight nine",
+        negative="one two three four five six seven eight nine ten",
+    )
+    assert drop_reason(near, FilterConfig()) == "positive_is_negative"
+    assert drop_reason(near, FilterConfig(max_pair_overlap=0.95)) is None
+
+
+def test_none_keeps_every_parsed_pair_and_rejections_come_first():
+    none = FilterConfig(rule="none")
+    same = record(NEUTRAL, ENTAILED, positive="Same words.", negative="Same words.")
+    assert drop_reason(same, none) is None
+    rejected = same | {"negative": None, "negative_reason": "cut_off"}
+    assert drop_reason(rejected, none) == "negative_cut_off"
+
+
+def test_filter_mistakes_name_their_key():
+    with pytest.raises(ConfigValueError, match="rule"):
+        FilterConfig(rule="majority")
+    with pytest.raises(ConfigValueError, match="margin"):
+        FilterConfig(margin=1.5)
+    with pytest.raises(ConfigValueError, match="max_pair_overlap"):
+        FilterConfig(max_pair_overlap=-0.1)
