@@ -44,6 +44,10 @@ class GeneratorConfig(Checked):
     # null keeps the template's own, "" sends none where the template allows it.
     system_prompt: str | None = "You rewrite sentences."
     few_shot: list[dict] = field(default_factory=list)  # [{anchor, positive, negative}] shown before the anchor
+    # null: every few_shot example before every anchor, in order (as written); k: a pool, k examples of it drawn
+    # per anchor and kind (seeded by the anchor, the kind and generator.seed), so no one demonstration's words are
+    # shown with every anchor (the leak measure: hardcse/art/reward/shortcuts.py)
+    demonstrations: int | None = None
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
@@ -79,6 +83,16 @@ class GeneratorConfig(Checked):
         for i, example in enumerate(self.few_shot):
             if "anchor" not in example or not set(example) <= {"anchor", "positive", "negative"}:
                 raise ConfigValueError(f"few_shot[{i}]", "give anchor and positive and/or negative")
+        if self.demonstrations is not None:
+            check_positive("demonstrations", self.demonstrations)
+            for kind in ("positive", "negative"):
+                pool = sum(kind in e for e in self.few_shot)
+                if self.demonstrations > pool:
+                    raise ConfigValueError(
+                        "demonstrations",
+                        f"{self.demonstrations} drawn per anchor but few_shot has {pool} {kind} examples; give "
+                        "more examples or draw fewer",
+                    )
         for key in (
             "lora_r",
             "lora_alpha",
@@ -152,6 +166,13 @@ class RewardConfig(Checked):
     # Negatives above this cosine are near copies: r2 turns negative. 0.98: 95th percentile over gold
     # contradiction dev pairs (real contradictions are often one-word edits, so the bound sits high).
     alpha_neg: float = 0.98
+    # Beside the paper's r2 (issue 41; docs/art.md "A reward for hard and correct"). r2_gate "judged": r2 counts only
+    # where the discriminator's predicted label is the target (a hard answer earns only when it is also correct; 0
+    # elsewhere); "none": the paper's. r2_smoothing w > 0: tanh((s - alpha) / w) in place of sgn(s - alpha) (no
+    # cliff at alpha: a negative at cosine alpha_neg + 0.001 loses what one at alpha_neg - 0.001 earns, smoothly);
+    # 0: the paper's sign.
+    r2_gate: str = "none"
+    r2_smoothing: float = 0.0
     invalid_penalty: float = -1.0  # a rejected response: below every valid one whose cosine is >= 0 (min -0.66)
     dual: bool = True  # false: the reward is the sum of ``terms`` alone (r1 and r2 neither counted nor logged)
     terms: list[RewardTermConfig] = field(default_factory=list)  # [{fn, weight, name}], added to the dual reward
@@ -163,6 +184,8 @@ class RewardConfig(Checked):
         for key in ("alpha_pos", "alpha_neg"):
             check_range(key, getattr(self, key), -1.0, 1.0)
         check_range("invalid_penalty", self.invalid_penalty, -1e9, 0.0)
+        check_choice("r2_gate", self.r2_gate, ("none", "judged"))
+        check_range("r2_smoothing", self.r2_smoothing, 0.0, 1.0)
         if not self.dual and not self.terms:
             raise ConfigValueError("terms", "empty while dual is false: give a term, or set dual: true")
         names: list[str] = []

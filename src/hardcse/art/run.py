@@ -347,6 +347,7 @@ def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
         judge,
         config.examples_per_round,
         cosine_encoder=load_encoder(config.encoder, config.pooling, device=config.device),
+        generator=config.generator,
     )
     result["judge"] = config.judge
     write_json_atomic(out, result)

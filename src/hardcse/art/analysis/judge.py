@@ -6,9 +6,40 @@ from __future__ import annotations
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.dual import TARGET_LABEL
+from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words
+from hardcse.art.synthesis.filter import word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
+
+
+def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = None) -> dict:
+    """How often the parsed answers take a shortcut (hardcse/art/reward/shortcuts.py): positives that are deletions
+    of their anchor, negatives that add a negation word, answers that copy the shown demonstration's words (with
+    the ``generator`` config that chose them), triplets whose positive is their negative (word overlap >= 0.9), and
+    the mean word overlap of anchor and negative; shares of the parsed answers (of complete triplets for the
+    last two), None where there is none."""
+
+    def share(flags: list[bool]) -> float | None:
+        return float(np.mean(flags)) if flags else None
+
+    positives = [(r["anchor"], r["positive"]) for r in records if r["positive"] is not None]
+    negatives = [(r["anchor"], r["negative"]) for r in records if r["negative"] is not None]
+    both = [r for r in records if r["positive"] is not None and r["negative"] is not None]
+    out = {
+        "positive_deletion_rate": share([is_deletion(x, y) for x, y in positives]),
+        "negative_added_negation_rate": share([bool(added_negations(x, y)) for x, y in negatives]),
+        "positive_is_negative_rate": share([word_overlap(r["positive"], r["negative"]) >= 0.9 for r in both]),
+        "anchor_negative_overlap": share([word_overlap(x, y) for x, y in negatives]),
+    }
+    if generator is not None and generator.few_shot:
+        for kind, pairs in (("positive", positives), ("negative", negatives)):
+            out[f"{kind}_demonstration_leak_rate"] = share(
+                [bool(leaked_words(x, y, shown_demonstrations(x, kind, generator), kind)) for x, y in pairs]
+            )
+    return out
 
 
 def judge_records(
@@ -16,10 +47,12 @@ def judge_records(
     judge: NLIDiscriminator | None,
     n_examples: int = 5,
     cosine_encoder: SentenceTransformer | None = None,
+    generator: GeneratorConfig | None = None,
 ) -> dict:
     """Measures over ``synthetic.jsonl`` records: accuracy over parsed outputs by ``judge`` (skipped when None);
-    cosines by ``cosine_encoder`` (default: the reward encoder's, as recorded), listed per item as well."""
-    result: dict = {"anchors": len(records)}
+    cosines by ``cosine_encoder`` (default: the reward encoder's, as recorded), listed per item as well; the
+    shortcut rates (:func:`shortcut_measures`, the leak with the ``generator`` config that wrote them)."""
+    result: dict = {"anchors": len(records), **shortcut_measures(records, generator)}
     for kind, target in TARGET_LABEL.items():
         rows = [r for r in records if r[kind] is not None]
         result[f"{kind}_parse_failure_rate"] = 1 - len(rows) / max(len(records), 1)

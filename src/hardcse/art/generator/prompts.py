@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,12 +23,23 @@ def instruction(anchor: str, kind: Kind, config: GeneratorConfig) -> str:
     return template.replace("[X]", anchor)
 
 
+def shown_demonstrations(anchor: str, kind: Kind, config: GeneratorConfig) -> list[dict]:
+    """The few-shot examples shown before ``anchor``'s ``kind`` instruction: all of ``few_shot`` in order, or with
+    ``demonstrations: k`` k of those that have ``kind``, drawn by a seed of (generator.seed, kind, anchor) (the same
+    anchor shows the same examples in every round, engine and process)."""
+    if config.demonstrations is None:
+        return list(config.few_shot)
+    pool = [e for e in config.few_shot if kind in e]
+    key = hashlib.sha256(f"{config.seed}\0{kind}\0{anchor}".encode()).digest()
+    return random.Random(int.from_bytes(key[:8], "little")).sample(pool, config.demonstrations)
+
+
 def messages(anchor: str, kind: Kind, config: GeneratorConfig) -> list[dict[str, str]]:
     """Chat messages: optional system prompt, few-shot (user, assistant) turns, then the anchor's instruction."""
     turns: list[dict[str, str]] = []
     if config.system_prompt is not None:
         turns.append({"role": "system", "content": config.system_prompt})
-    for example in config.few_shot:
+    for example in shown_demonstrations(anchor, kind, config):
         missing = {"anchor", kind} - set(example)
         if missing:
             raise HardcseError(f"few_shot example {example} lacks {sorted(missing)}")
@@ -49,6 +62,7 @@ def render_prompts(
         ]
     prompts = []
     for anchor, kind in zip(anchors, kinds, strict=True):
-        shots = "".join(f"{instruction(e['anchor'], kind, config)} {e[kind]}\n\n" for e in config.few_shot if kind in e)
+        shown = shown_demonstrations(anchor, kind, config)
+        shots = "".join(f"{instruction(e['anchor'], kind, config)} {e[kind]}\n\n" for e in shown if kind in e)
         prompts.append(shots + instruction(anchor, kind, config))
     return prompts

@@ -7,6 +7,10 @@ plus the terms a user adds (hardcse/art/reward/terms.py), all summed the same wa
     r2 = s * sgn(alpha_neg - s)        for negatives: similar is hard, but above alpha_neg it is a near copy
 with s = cos(f(x), f(y)). r1 and r2 are two built-in terms (dropped with ``reward.dual: false``). A response the
 parser rejects gets ``invalid_penalty`` and no term.
+
+Beside the paper's r2, two options (``reward.r2_gate``, ``reward.r2_smoothing``; the paper's is the default):
+    gated:    r2 x [argmax P(. | x, y) = t]          difficulty earns only for an answer judged correct
+    smooth:   sgn(z) -> tanh(z / w)                  no cliff at alpha_pos and alpha_neg
 """
 
 from __future__ import annotations
@@ -77,12 +81,18 @@ class RewardParts:
 def dual_reward(
     p_target: np.ndarray, cosine: np.ndarray, is_positive: np.ndarray, config: RewardConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(r, r1, r2) for valid responses, exactly the paper's formulas (sgn(0) = 0)."""
+    """(r, r1, r2) for valid responses, exactly the paper's formulas (sgn(0) = 0); with ``r2_smoothing`` w > 0
+    the sign is tanh(. / w). (``r2_gate`` needs every label's probability: :func:`reward_terms` applies it.)"""
+    w = config.r2_smoothing
+
+    def sign(z: np.ndarray) -> np.ndarray:
+        return np.tanh(z / w) if w > 0 else np.sign(z)
+
     r1 = p_target - config.omega
     r2 = np.where(
         is_positive,
-        (1 - cosine) * np.sign(cosine - config.alpha_pos),
-        cosine * np.sign(config.alpha_neg - cosine),
+        (1 - cosine) * sign(cosine - config.alpha_pos),
+        cosine * sign(config.alpha_neg - cosine),
     )
     return config.w1 * r1 + config.w2 * r2, r1, r2
 
@@ -95,7 +105,11 @@ def reward_terms(config: RewardConfig) -> list[Term]:
 
         def term(anchors: list[str], answers: list[str | None], kind: str, context: TermContext) -> np.ndarray:
             p_target = context.nli_probs[:, TARGET_LABEL[kind]]
-            return dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[k]
+            value = dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[k]
+            if k == 2 and config.r2_gate == "judged":  # difficulty counts for an answer judged correct only
+                judged = np.argmax(np.nan_to_num(context.nli_probs, nan=-1.0), axis=1) == TARGET_LABEL[kind]
+                value = np.where(judged, value, 0.0)
+            return value
 
         return term
 
