@@ -121,14 +121,16 @@ def main() -> None:
         }
         (OUT / "run.json").write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
     facts = json.loads((OUT / "run.json").read_text(encoding="utf-8"))
-    comparison = compare_groups(grouped(args.seeds), PAIRS)
+    groups = grouped(args.seeds)
+    comparison = compare_groups(groups, PAIRS)
     machine = facts["machine"]
+    engines = sorted({m.record.get("engine", "torch") for members in groups.values() for m in members})
     lines = [
         "# The data assay of ART's evidence runs (issue 40)",
         "",
         f"`{facts['command']}` ({facts['date']}, {facts['minutes']} min for {len(names) * len(args.seeds)} trainings "
         f"and evaluations; {machine['cpu']}, {machine['cores']} cores, flags "
-        f"{' '.join(machine['cpu_flags'])}, engine {machine.get('engine', 'auto')}). Rebuilt from the records by "
+        f"{' '.join(machine['cpu_flags'])}; evaluations by {', '.join(engines)}). Rebuilt from the records by "
         f"`python benchmarks/art_assay.py --skip-runs --seeds {seeds}`.",
         "",
         "Each recorded run's 270 training triplets (raw-LLM and mined baselines, ART with PPO and with GRPO; "
