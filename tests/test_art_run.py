@@ -172,6 +172,28 @@ def test_mined_negative_baseline_run(run_config, tmp_path):
     assert used in (tmp_path / "mined" / "report.md").read_text()
 
 
+def test_two_negatives_a_generated_and_a_mined_one_train_together(run_config, tmp_path):
+    """negatives: both: the generator writes both texts, a negative is mined beside the generated one, and a kept
+    row carries the two as negative columns of the encoder's training data."""
+    from hardcse.data.triplets import read_triplets
+
+    overrides = ["tune_generator=false", "rounds=1", "negatives=both"]
+    config = load_config(ArtRunConfig, run_config, overrides)
+    config.mining.relative_margin = 0.0005  # the tiny random encoder's cosines are all close to 1
+    art_run(config, tmp_path / "both")
+    round_dir = tmp_path / "both" / "round_1"
+    records = read_jsonl(round_dir / "synthetic.jsonl")
+    assert all("negative_raw" in r and "mined_negative" in r for r in records)
+    kept = [r for r in records if r["drop_reason"] is None]
+    rows = read_triplets(round_dir / "triplets.csv")
+    assert rows == [(r["anchor"], r["positive"], r["negative"], r["mined_negative"]) for r in kept]
+    if rows:
+        assert (round_dir / "triplets.csv").read_text().splitlines()[0] == "sent0,sent1,hard_neg,hard_neg_2"
+    assert rows and all(None not in row and "" not in row for row in rows)
+    training = json.loads((round_dir / "training.json").read_text())
+    assert training["triplets"] == len(rows) and training["trained"]
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

@@ -99,3 +99,17 @@ def test_user_scored_pairs(tmp_path):
         read_scored_pairs(path)
     pairs = read_scored_pairs(path, on_error="skip")
     assert pairs.name == "mine" and pairs.scores.tolist() == [1.5, 4.0]  # 'x' and NaN counted and skipped
+
+
+def test_triplets_with_two_negatives_roundtrip_and_widths_must_agree(tmp_path):
+    from hardcse.errors import HardcseError
+
+    rows = [("a", "b", "c", "d"), ("e", "f", "g", "h")]
+    write_triplets(tmp_path / "t.csv", rows)
+    assert (tmp_path / "t.csv").read_text().splitlines()[0] == "sent0,sent1,hard_neg,hard_neg_2"
+    assert read_triplets(tmp_path / "t.csv") == rows
+    (tmp_path / "t.jsonl").write_text('{"sent0": "a", "sent1": "b", "hard_neg": "c", "hard_neg_2": "d"}\n')
+    assert read_triplets(tmp_path / "t.jsonl") == [("a", "b", "c", "d")]
+    with pytest.raises(HardcseError, match=r"rows of \[3, 4\] texts"):
+        write_triplets(tmp_path / "u.csv", [("a", "b", "c"), ("e", "f", "g", "h")])
+    assert not (tmp_path / "u.csv").exists()

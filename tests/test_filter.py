@@ -78,3 +78,11 @@ def test_filter_mistakes_name_their_key():
         FilterConfig(margin=1.5)
     with pytest.raises(ConfigValueError, match="max_pair_overlap"):
         FilterConfig(max_pair_overlap=-0.1)
+
+
+def test_a_mined_negative_beside_the_generated_one_must_be_mined_and_not_entailed():
+    both = record(ENTAILED, CONTRADICTED) | {"mined_negative": "A dog barks.", "mined_negative_probs": NEUTRAL}
+    assert drop_reason(both, FilterConfig()) is None
+    assert drop_reason(both | {"mined_negative_probs": ENTAILED}, FilterConfig()) == "mined_negative_entailed"
+    missing = both | {"mined_negative": None, "mined_negative_reason": "not_mined"}
+    assert drop_reason(missing, FilterConfig()) == "mined_negative_not_mined"

@@ -396,7 +396,8 @@ class ArtRunConfig(TuneConfig):
     keep_better_encoder: bool = True
     # "generated": the generator writes the negative (ART); "mined": the generator writes only positives and
     # the negative is mined from the anchor corpus by the current encoder (hardcse/art/synthesis/mining.py; the filter
-    # then checks positives only: a corpus sentence is rarely a contradiction of the anchor).
+    # then checks positives only: a corpus sentence is rarely a contradiction of the anchor); "both": a row keeps
+    # the generated negative (filtered as usual) and a mined one (not entailed) as two negative columns.
     negatives: str = "generated"
     mining: MiningConfig = field(default_factory=MiningConfig)
     # Each tuned round: the raw and the tuned generator write for the first N held-out anchors, compared with
@@ -413,7 +414,7 @@ class ArtRunConfig(TuneConfig):
         check_nonnegative("mix_examples", self.mix_examples, allow_none=True)
         check_positive("triplets_per_round", self.triplets_per_round, allow_none=True)
         check_nonnegative("examples_per_round", self.examples_per_round)
-        check_choice("negatives", self.negatives, ("generated", "mined"))
+        check_choice("negatives", self.negatives, ("generated", "mined", "both"))
         check_nonnegative("heldout_anchors", self.heldout_anchors)
         if self.heldout_anchors > self.anchors.held_out:
             raise ConfigValueError(

@@ -187,7 +187,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
         if config.synthesis_temperature is not None:
             generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
         # negatives: mined: candidates from the run's whole training corpus (the round's anchors excluded)
-        corpus = split_anchors(config.anchors).train if config.negatives == "mined" else None
+        corpus = split_anchors(config.anchors).train if config.negatives in ("mined", "both") else None
         synthesize(
             synthesis_generator,
             anchors.synthesis,
@@ -196,6 +196,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             config.filter,
             round_dir,
             mine_from=corpus,
+            both_negatives=config.negatives == "both",
             mining=config.mining,
             decontamination=config.decontamination,
             engine=config.engine,
@@ -278,7 +279,7 @@ def _easy_to_hard(model: SentenceTransformer, data: list[Triplet]) -> list[Tripl
     """Data-CUBE's instance order on ART's triplets: phi = cos(x, y+) - cos(x, y-) by ``model``, descending."""
     from hardcse.encoder.encode import pair_cosines
 
-    anchors, positives, negatives = (list(c) for c in zip(*data, strict=True))
+    anchors, positives, negatives = ([t[k] for t in data] for k in range(3))  # the first negative of each row
     phi = pair_cosines(model, anchors, positives) - pair_cosines(model, anchors, negatives)
     return [data[i] for i in sorted(range(len(data)), key=lambda i: (-phi[i], i))]
 

@@ -152,8 +152,9 @@ def eval_index(config: DecontaminationConfig) -> EvalIndex:
 
 
 def triplet_texts(triplet: Sequence[str]) -> list[tuple[str, str]]:
-    """A triplet's (column, text) pairs, for :meth:`Decontamination.filter`."""
-    return list(zip(("anchor", "positive", "negative"), triplet, strict=True))
+    """A triplet's (column, text) pairs, for :meth:`Decontamination.filter` (negative, negative_2, ...)."""
+    names = ["anchor", "positive", "negative", *(f"negative_{k}" for k in range(2, len(triplet) - 1))]
+    return list(zip(names, triplet, strict=True))
 
 
 def sentence_texts(sentence: str) -> list[tuple[str, str]]:

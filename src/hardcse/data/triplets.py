@@ -1,4 +1,9 @@
-"""SimCSE triplet files (sent0, sent1, hard_neg) and triplets built from NLI pairs."""
+"""SimCSE triplet files (sent0, sent1, hard_neg[, hard_neg_2, ...]) and triplets built from NLI pairs.
+
+A row may carry several hard negatives (columns ``hard_neg``, ``hard_neg_2``, ``hard_neg_3``, ...: every row of a
+file the same number), as sentence-transformers' losses take several negative columns: each is one more candidate
+of the in-batch contrastive loss (hardcse/encoder/contrastive.py).
+"""
 
 from __future__ import annotations
 
@@ -9,23 +14,40 @@ from pathlib import Path
 
 from hardcse.atomic import write_text_atomic
 from hardcse.data.nli import LABEL_ID, NLIPairs
-from hardcse.data.table import OnError, read_table
+from hardcse.data.table import OnError, detect_format, read_table, text_columns
+from hardcse.errors import HardcseError
 
 TRIPLET_COLUMNS = ["sent0", "sent1", "hard_neg"]
-Triplet = tuple[str, str, str]
+Triplet = tuple[str, ...]  # (anchor, positive, negative[, more negatives])
+
+
+def negative_columns(count: int) -> list[str]:
+    """The file columns of ``count`` hard negatives: hard_neg, hard_neg_2, ..."""
+    return ["hard_neg", *(f"hard_neg_{k}" for k in range(2, count + 1))]
 
 
 def read_triplets(path: str | Path, on_error: OnError = "raise") -> list[Triplet]:
-    """A SimCSE CSV (or TSV/JSONL) with columns sent0, sent1, hard_neg."""
-    table = read_table(path, TRIPLET_COLUMNS, on_error=on_error)
-    return [(r["sent0"], r["sent1"], r["hard_neg"]) for r in table.rows]
+    """A SimCSE CSV (or TSV/JSONL) with columns sent0, sent1, hard_neg (and hard_neg_2, ... where present)."""
+    path = Path(path)
+    present = set(text_columns(path, detect_format(path))) if path.is_file() else set()
+    count = 1
+    while f"hard_neg_{count + 1}" in present:
+        count += 1
+    columns = ["sent0", "sent1", *negative_columns(count)]
+    table = read_table(path, columns, on_error=on_error)
+    return [tuple(r[c] for c in columns) for r in table.rows]
 
 
 def write_triplets(path: str | Path, triplets: list[Triplet]) -> None:
-    """Write a SimCSE CSV atomically."""
+    """Write a SimCSE CSV atomically (with hard_neg_2, ... when the rows carry several negatives)."""
+    widths = {len(t) for t in triplets} or {3}
+    if len(widths) > 1 or min(widths) < 3:
+        raise HardcseError(
+            f"{path}: rows of {sorted(widths)} texts; every row needs anchor, positive and the same number of negatives"
+        )
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer)
-    writer.writerow(TRIPLET_COLUMNS)
+    writer.writerow(["sent0", "sent1", *negative_columns(widths.pop() - 2)])
     writer.writerows(triplets)
     write_text_atomic(path, buffer.getvalue())
 

@@ -19,23 +19,25 @@ from hardcse.distributed import gather_rows, global_mean
 def in_batch_contrastive_loss(
     anchors: torch.Tensor,
     positives: torch.Tensor,
-    negatives: torch.Tensor | None,
+    negatives: torch.Tensor | list[torch.Tensor] | None,
     tau: float,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean of l_i over the rows (over the rows whose ``mask`` is 1, when given: a masked row adds no loss of its
-    own, but its positive and negative stay candidates of every other row). sim is the cosine."""
+    own, but its positive and negative stay candidates of every other row). sim is the cosine. ``negatives``: one
+    column of hard negatives, several (each column adds B candidates), or None."""
     h = nn.functional.normalize(anchors, dim=-1)
     all_positives, first = gather_rows(positives)  # this rank's rows are all_positives[first : first + len(h)]
-    candidates = all_positives if negatives is None else torch.cat([all_positives, gather_rows(negatives)[0]])
-    scores = h @ nn.functional.normalize(candidates, dim=-1).T / tau  # (B, B) or (B, 2B)
+    columns = [] if negatives is None else [negatives] if isinstance(negatives, torch.Tensor) else list(negatives)
+    candidates = torch.cat([all_positives, *(gather_rows(column)[0] for column in columns)])
+    scores = h @ nn.functional.normalize(candidates, dim=-1).T / tau  # (B, B), (B, 2B), (B, 3B), ...
     targets = torch.arange(first, first + len(h), device=h.device)
     return global_mean(nn.functional.cross_entropy(scores, targets, reduction="none"), mask)
 
 
 class InBatchContrastiveLoss(nn.Module):
     """:func:`in_batch_contrastive_loss` as a sentence-transformers loss over the columns (anchor, positive[,
-    negative]). ``labels_are_mask``: each row's label is its 0/1 loss mask (Data-CUBE's); otherwise labels are
+    negative, ...]). ``labels_are_mask``: each row's label is its 0/1 loss mask (Data-CUBE's); otherwise labels are
     ignored (SimCSE's)."""
 
     def __init__(self, model: nn.Module, tau: float, labels_are_mask: bool = False) -> None:
@@ -45,6 +47,6 @@ class InBatchContrastiveLoss(nn.Module):
         self.labels_are_mask = labels_are_mask
 
     def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor | None) -> torch.Tensor:
-        anchor, positive, *negative = (self.model(f)["sentence_embedding"] for f in sentence_features)
+        anchor, positive, *negatives = (self.model(f)["sentence_embedding"] for f in sentence_features)
         mask = labels if self.labels_are_mask else None
-        return in_batch_contrastive_loss(anchor, positive, negative[0] if negative else None, self.tau, mask=mask)
+        return in_batch_contrastive_loss(anchor, positive, negatives or None, self.tau, mask=mask)

@@ -3,7 +3,7 @@
 Both are :class:`hardcse.encoder.contrastive.InBatchContrastiveLoss` (equal to sentence-transformers'
 ``MultipleNegativesRankingLoss`` with scale = 1 / tau, and gathering the batch across processes):
 - supervised, Eq. (5): -log e^{sim(h_i,h_i+)/tau} / sum_j (e^{sim(h_i,h_j+)/tau} + e^{sim(h_i,h_j-)/tau}),
-  columns (anchor, positive, negative), in-batch negatives;
+  columns (anchor, positive, negative), in-batch negatives (several negative columns: each adds its sum over j);
 - unsupervised, Eq. (4): each sentence is its own positive; the two encodings differ only by dropout noise.
 """
 
@@ -80,9 +80,10 @@ def simcse_dataset(mode: str, data: list[Triplet] | list[str]) -> Dataset:
 
     if not data:
         raise HardcseError("no training data")
-    if mode == "sup":
-        anchors, positives, negatives = (list(col) for col in zip(*data, strict=True))
-        return Dataset.from_dict({"anchor": anchors, "positive": positives, "negative": negatives})
+    if mode == "sup":  # (anchor, positive, negative[, negative_2, ...]): every negative column is a candidate
+        anchors, positives, *negatives = (list(col) for col in zip(*data, strict=True))
+        names = ["negative", *(f"negative_{k}" for k in range(2, len(negatives) + 1))]
+        return Dataset.from_dict({"anchor": anchors, "positive": positives, **dict(zip(names, negatives, strict=True))})
     if mode == "unsup":
         return Dataset.from_dict({"anchor": list(data), "positive": list(data)})
     raise HardcseError(f"mode {mode!r}: choose sup (triplets) or unsup (sentences)")

@@ -11,7 +11,8 @@ kept):
 Under ``argmax`` and ``threshold`` a triplet is also never kept when its negative is labelled entailment (a false
 negative, mined ones included) or when its positive and negative are the same sentence or nearly
 (``max_pair_overlap``: the share of their distinct lowercased words they have in common, Jaccard). A mined negative
-is not asked to be a contradiction (hardcse/art/synthesis/mining.py): it is a corpus sentence, not an edit.
+is not asked to be a contradiction (hardcse/art/synthesis/mining.py): it is a corpus sentence, not an edit; beside
+a generated negative (``negatives: both``) it must be mined and not labelled entailment.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def judged(probs: list[float], label: str, margin: float) -> bool:
 
 def drop_reason(record: dict, config: FilterConfig) -> str | None:
     """Why a record's triplet is not kept (the first failing check), or None when it is kept."""
-    for kind in ("positive", "negative"):
-        if record[kind] is None:
+    for kind in ("positive", "negative", "mined_negative"):  # mined_negative: beside a generated one
+        if kind in record and record[kind] is None:
             return f"{kind}_{record[f'{kind}_reason']}"
     if config.rule == "none":
         return None
@@ -63,6 +64,8 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
             return "negative_not_contradiction"
     if judged(negative, "entailment", 0.0):
         return "negative_entailed"
+    if "mined_negative" in record and judged(record["mined_negative_probs"], "entailment", 0.0):
+        return "mined_negative_entailed"  # a second, mined negative (negatives: both) is not asked to contradict
     if word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
         return "positive_is_negative"
     return None

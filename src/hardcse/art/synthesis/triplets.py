@@ -65,6 +65,7 @@ def synthesize(
     out_dir: str | Path,
     *,
     mine_from: list[str] | None = None,
+    both_negatives: bool = False,
     mining: MiningConfig | None = None,
     decontamination: DecontaminationConfig | None = None,
     engine: str = "auto",
@@ -72,7 +73,9 @@ def synthesize(
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
-    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.synthesis.mining.mine_negatives`).
+    corpus by the reward's encoder (``mining``: the options of :func:`hardcse.art.synthesis.mining.mine_negatives`);
+    with ``both_negatives`` too, the generator writes its negative as well and a kept row carries both (the
+    generated one, then the mined one, ``mined_negative`` in the record: two negative columns).
     A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
     default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
     where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc);
@@ -81,7 +84,7 @@ def synthesize(
     out_dir.mkdir(parents=True, exist_ok=True)
     generator = TextGenerator(generator_source, generation, engine, cache=cache_generations)
     tokenizer = generator.tokenizer
-    written_kinds = ("positive",) if mine_from is not None else ("positive", "negative")
+    written_kinds = ("positive",) if mine_from is not None and not both_negatives else ("positive", "negative")
     tokens = 0
     start = time.perf_counter()
     rows = generation.openvino_batch_size if generator.engine == "openvino" else generation.batch_size
@@ -119,13 +122,15 @@ def synthesize(
 
     def filter_and_write() -> SynthesisReport:
         if mine_from is not None:
-            _add_mined_negatives(records, mine_from, reward, mining or MiningConfig())
+            field = "mined_negative" if both_negatives else "negative"
+            _add_mined_negatives(records, mine_from, reward, mining or MiningConfig(), field)
         for record in records:
             record["drop_reason"] = drop_reason(record, filter_config)
         _drop_eval_matches([r for r in records if r["drop_reason"] is None], decontamination)
         seconds = time.perf_counter() - start
         write_text_atomic(out_dir / "synthetic.jsonl", jsonl_text(records))
-        kept = [(r["anchor"], r["positive"], r["negative"]) for r in records if r["drop_reason"] is None]
+        texts = ["anchor", "positive", "negative", *(["mined_negative"] if both_negatives else [])]
+        kept = [tuple(r[k] for k in texts) for r in records if r["drop_reason"] is None]
         write_triplets(out_dir / "triplets.csv", kept)
         report = SynthesisReport(
             anchors=len(records),
@@ -142,7 +147,8 @@ def synthesize(
 
 def _drop_eval_matches(passed: list[dict], config: DecontaminationConfig | None) -> None:
     check = Decontamination(config or DecontaminationConfig())
-    check.filter("synthetic", passed, lambda r: [(k, r[k]) for k in ("anchor", "positive", "negative")])
+    texts = ("anchor", "positive", "negative", "mined_negative")
+    check.filter("synthetic", passed, lambda r: [(k, r[k]) for k in texts if k in r])
     for match in check.dropped:
         record = passed[match["row"] - 1]
         if record["drop_reason"] is None:  # a row's first match names it
@@ -163,14 +169,19 @@ def _scored(kind: str, raw: str | None, parsed: list[Parsed], parts: RewardParts
     }
 
 
-def _add_mined_negatives(records: list[dict], corpus: list[str], reward: Reward, config: MiningConfig) -> None:
-    """Each record's negative mined from ``corpus`` by the reward's encoder, scored like a generated one."""
+def _add_mined_negatives(
+    records: list[dict], corpus: list[str], reward: Reward, config: MiningConfig, field: str = "negative"
+) -> None:
+    """Each record's negative mined from ``corpus`` by the reward's encoder, scored like a generated one, as the
+    record's ``field`` (``negative``, or ``mined_negative`` beside a generated one)."""
     anchors = [r["anchor"] for r in records]
     negatives = mine_negatives(anchors, [r["positive"] for r in records], corpus, reward.encoder, config)
     parsed = [Parsed(n) if n is not None else Parsed(None, "not_mined") for n in negatives]
     parts = reward(anchors, parsed, ["negative"] * len(records))
     for k, record in enumerate(records):
-        record |= _scored("negative", None, parsed, parts, k) | {"negative_source": "mined"}
+        record |= _scored(field, None, parsed, parts, k)
+        if field == "negative":
+            record["negative_source"] = "mined"
 
 
 def _number(x: float) -> float | None:
