@@ -88,3 +88,127 @@ def test_every_shown_command_parses_and_builds_its_config(page, command, monkeyp
             monkeypatch.setattr(group, "run_config", built)
     with pytest.raises(Built):
         args.func(args)
+
+
+def _defined_names(path: Path) -> set[str]:
+    """What a module defines (not imports): top-level functions, classes and assignments, and each class's members
+    (methods, fields, ``self.x`` attributes) both bare and as ``Class.member``."""
+    import ast
+
+    def assigned(node: ast.AST) -> list[str]:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [t.id for t in targets if isinstance(t, ast.Name)]
+
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            names |= set(assigned(node))
+        if isinstance(node, ast.ClassDef):
+            members = set()
+            for m in node.body:
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef):
+                    members.add(m.name)
+                elif isinstance(m, ast.Assign | ast.AnnAssign):
+                    members |= set(assigned(m))
+            for sub in ast.walk(node):
+                is_self = isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
+                if is_self and isinstance(sub.ctx, ast.Store):
+                    members.add(sub.attr)
+            names |= members | {f"{node.name}.{m}" for m in members}
+    return names
+
+
+TEST_REFERENCE = re.compile(r"(tests/\w+\.py)?::(test_\w+)|(tests/\w+\.py)")
+CODE_REFERENCE = re.compile(r"`(src/hardcse/[\w/]+\.py)(?:: ([^`]+))?`")
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def missing_citations(text: str, name: str) -> list[str]:
+    """``tests/test_x.py::test_y`` (and a following ``::test_z``, the same file's) and ``src/hardcse/m.py: a, B.c``
+    in ``text`` that do not exist, as ``name:line: what``."""
+    missing, current = [], None
+    for match in TEST_REFERENCE.finditer(text):
+        file = match.group(1) or match.group(3)
+        if file:
+            current = file
+            if not (ROOT / file).is_file():
+                missing.append(f"{name}:{_line(text, match.start())}: {file}")
+                continue
+        test = match.group(2)
+        if test and current and (ROOT / current).is_file() and test not in _defined_names(ROOT / current):
+            missing.append(f"{name}:{_line(text, match.start())}: {current}::{test}")
+    for match in CODE_REFERENCE.finditer(text):
+        module = ROOT / match.group(1)
+        if not module.is_file():
+            missing.append(f"{name}:{_line(text, match.start())}: {match.group(1)}")
+            continue
+        defined = _defined_names(module)
+        for item in re.split(r",\s*", match.group(2) or ""):
+            item = item.strip().split(" ")[0].rstrip(".;")
+            if item and re.fullmatch(r"[A-Za-z_][\w.]*", item) and item not in defined:
+                missing.append(f"{name}:{_line(text, match.start())}: {match.group(1)}: {item}")
+    return missing
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_test_module_and_name_a_page_cites_exists(page):
+    """A renamed test or function fails here with the page and line, not in a reader's hands."""
+    missing = missing_citations(page.read_text(encoding="utf-8"), page.name)
+    assert not missing, "\n".join(missing)
+
+
+# names in capitals a page may use besides those the code knows: venues, tasks, other tools' words, a CPU's name,
+# and the metavariables of the commands the pages show (runs/quickstart-DATE, data=FOLDER)
+KNOWN_CAPITALS = {"LREC", "COLING", "EMNLP", "STS17", "MNRL", "MASK", "EPYC", "DATE", "FOLDER", "FILE_OR_ART_RUN"}
+
+
+def _code_words() -> set[str]:
+    words: set[str] = {p.stem for p in ROOT.rglob("*.md") if ".venv" not in p.parts}  # README, PAPER_MAP, ...
+    for folder in ("src", "benchmarks", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name != "test_docs.py":  # this file names placeholders to catch
+                words |= set(re.findall(r"\b[A-Z][A-Z0-9_]{3,}\b", path.read_text(encoding="utf-8")))
+    return words
+
+
+def placeholders(text: str, name: str) -> list[str]:
+    """Words in capitals of ``text`` that neither the code (a constant, an environment variable, a metavariable,
+    an acronym it uses, a page's name) nor KNOWN_CAPITALS knows: placeholders someone meant to fill."""
+    known = _code_words() | KNOWN_CAPITALS
+    return [
+        f"{name}:{_line(text, m.start())}: {m.group(0)}"
+        for m in re.finditer(r"\b[A-Z][A-Z0-9_]{3,}\b", text)
+        if m.group(0) not in known
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_placeholder_word_is_left_in_a_page(page):
+    unknown = placeholders(page.read_text(encoding="utf-8"), page.name)
+    assert not unknown, "\n".join(unknown)
+
+
+def test_the_checks_catch_each_kind_of_drift():
+    """The checks above on a scratch page with one drift of each kind: each is reported with its line."""
+    page = "\n".join(
+        [
+            "| a | `tests/test_data.py::test_no_such_test` |",
+            "| b | `tests/test_no_such_file.py` |",
+            "| c | `src/hardcse/atomic.py: write_text_atomic, no_such_function` |",
+            "| d | `src/hardcse/no_such_module.py: f` |",
+            "measured TIMEFAST on 2 cores.",
+            "`tests/test_data.py::test_triplets_roundtrip_with_commas_and_quotes`, `::test_default_corpus` exist.",
+        ]
+    )
+    assert missing_citations(page, "scratch.md") == [
+        "scratch.md:1: tests/test_data.py::test_no_such_test",
+        "scratch.md:2: tests/test_no_such_file.py",
+        "scratch.md:3: src/hardcse/atomic.py: no_such_function",
+        "scratch.md:4: src/hardcse/no_such_module.py",
+    ]
+    assert placeholders(page, "scratch.md") == ["scratch.md:5: TIMEFAST"]
