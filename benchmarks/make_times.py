@@ -1,0 +1,89 @@
+"""How long README's two commands take on this machine, from a fresh clone: `make test` (installs, then lint, every
+test and the wheel check) and then `make demo` (the install done; an empty model cache, so the generator's
+conversion and exports count), each timed, with the test counts pytest reports.
+
+    python benchmarks/make_times.py [--repo .] [--skip-demo]
+
+Run it alone on the cores: it is a timing. Writes benchmarks/results/make_times.md (command, date, machine,
+commit, minutes, counts) and make_times.json; README's figures cite it.
+"""
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from hardcse.machine import machine_record
+
+RESULTS = Path(__file__).parent / "results"
+SUMMARY = re.compile(r"(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s")
+
+
+def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
+    minutes = (time.perf_counter() - start) / 60
+    if done.returncode:
+        sys.exit(
+            f"error: {shlex.join(command)} failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+    return minutes, done.stdout + done.stderr
+
+
+def main() -> None:
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", default=".", help="the repository to clone (its HEAD)")
+    parser.add_argument("--skip-demo", action="store_true", help="time make test only")
+    args = parser.parse_args()
+    repo = Path(args.repo).resolve()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as work:
+        clone = Path(work) / "hardcse"
+        subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+        test_minutes, output = timed(["make", "test"], clone)
+        found = SUMMARY.findall(output)
+        passed, skipped, pytest_seconds = found[-1] if found else ("?", "0", "nan")
+        result = {
+            "command": shlex.join(["python", "benchmarks/make_times.py", *sys.argv[1:]]),
+            "date": str(date.today()),
+            "commit": commit,
+            "machine": machine_record(),
+            "make_test_minutes": round(test_minutes, 1),
+            "pytest_minutes": round(float(pytest_seconds) / 60, 1),
+            "passed": int(passed) if passed.isdigit() else None,
+            "skipped": int(skipped or 0),
+        }
+        if not args.skip_demo:
+            env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "cache")}  # a first run's conversion and exports
+            result["make_demo_minutes"] = round(timed(["make", "demo"], clone, env)[0], 1)
+    machine = result["machine"]
+    lines = [
+        "# README's two commands, timed from a fresh clone",
+        "",
+        f"`{result['command']}`, {result['date']}, commit {commit[:10]}, {machine['cpu']}, {machine['cores']} cores, "
+        f"flags {' '.join(machine['cpu_flags'])}, alone on the cores.",
+        "",
+        "| command | minutes | what |",
+        "|---|---:|---|",
+        f"| `make test` | {result['make_test_minutes']} | install, lint, {result['passed']} passed and "
+        f"{result['skipped']} skipped tests (pytest {result['pytest_minutes']} min), the wheel check |",
+    ]
+    if "make_demo_minutes" in result:
+        lines.append(
+            f"| `make demo` | {result['make_demo_minutes']} | the install done, an empty model cache: one ART round |"
+        )
+    (RESULTS / "make_times.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "make_times.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
