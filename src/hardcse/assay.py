@@ -2,9 +2,11 @@
 
 Each triplet file trains the same start encoder with supervised SimCSE on one fixed schedule: the same number of
 rows (the first ``rows`` of every file), the same steps, no evaluation while training and no dev gating (the last
-step is kept), once per training seed. Each trained encoder is evaluated on the STS tasks; every file is then
-compared with the first through ``hardcse compare``'s paired bootstrap over test pairs and seeds (paired by seed).
-What differs between two files' rows is then the data alone, not which checkpoint a noisy dev score picked.
+step is kept), once per training seed (which seeds the trainer's default random batches; unlike ``simcse train``, no
+no-duplicates sampler: ART's triplets rarely repeat a text). Each trained encoder is evaluated on the STS tasks;
+every file is then compared with the first through ``hardcse compare``'s paired bootstrap over test pairs and seeds
+(paired by seed). What differs between two files' rows is then the data alone, not which checkpoint a noisy dev
+score picked.
 
 Run folder: ``config.yaml``, ``manifest.json``, ``decontamination.json``, ``NAME/seed-S/eval.json`` (the STS
 record, with the training job's record under ``training``), ``NAME/seed-S/model/`` with ``keep_models``, and
