@@ -8,7 +8,7 @@ with GRPO; generation seeds 42, 1, 2) it rebuilds the exact triplets the run tra
 ``triplets_per_round`` kept triplets, rounds in order: 270 a run) from benchmarks/results/art_rounds/records, then
 runs one `hardcse assay` over the twelve files (configs/assay.yaml: cpu-full's encoder training block, batch 32,
 lr 2e-5; one pass over 270 triplets = 9 steps; no dev gating; the bundled encoder as the start of every training;
-training seeds --seeds). Each setting is then a group of 12 x seeds encoders (generation seed x training seed),
+training seeds --seeds). Each setting is then a group of 3 x seeds encoders (generation seed x training seed),
 compared with the raw-LLM baseline and with the mined-negative baseline through `hardcse compare`'s paired bootstrap
 (test pairs and members resampled, members paired by generation and training seed).
 
@@ -129,7 +129,8 @@ def main() -> None:
         "# The data assay of ART's evidence runs (issue 40)",
         "",
         f"`{facts['command']}` ({facts['date']}, {facts['minutes']} min for {len(names) * len(args.seeds)} trainings "
-        f"and evaluations; {machine['cpu']}, {machine['cores']} cores, flags "
+        f"and evaluations{'; ' + facts['note'] if facts.get('note') else ''}; {machine['cpu']}, "
+        f"{machine['cores']} cores, flags "
         f"{' '.join(machine['cpu_flags'])}; evaluations by {', '.join(engines)}). Rebuilt from the records by "
         f"`python benchmarks/art_assay.py --skip-runs --seeds {seeds}`.",
         "",

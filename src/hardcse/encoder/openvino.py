@@ -7,16 +7,18 @@ length, and the CPU plugin compiles it. Only that module changes engine: the mod
 Normalize, a dense layer) run unchanged on its token embeddings, so the sentence embedding is the same function.
 
 Compiled models are kept by what decides their output, never by the module object: a digest of the module's class,
-its config and the name, dtype, shape and bytes of every parameter and buffer (:func:`weights_digest`), with the
-precision and the input names. Why this is sound: the traced function is a pure function of exactly these, so two
-modules with one digest compute the same thing, and any change of a weight (an optimizer step, fused or not, a
-``load_state_dict``, a write under ``torch.no_grad()``, a LoRA merge, weights trained in another process and
-loaded) changes the bytes and so the key. Storage pointers and in-place version counters are not enough: a fused
-AdamW step (the Trainer's default optimizer, ``adamw_torch_fused``) moves neither, which once made every in-run
-evaluation score the weights of the first one. The digest reads every byte (BLAKE2b: a fraction of a second for
-MiniLM-L6's 91 MB), once per ``encode`` call, whose batches all run on the weights as they were at its start;
-converting MiniLM-L6 takes ~2 s, so the few most recent compiled models are kept, and an evaluation of weights
-already seen (the best checkpoint reloaded at the end of training, a saved encoder loaded again) reuses its
+its submodule tree, its config and attention implementation, and the name, dtype, shape and bytes of every
+parameter and buffer (:func:`weights_digest`), with the precision and the input names. Why this is sound for the
+changes training makes: the traced function depends on the weights only through those bytes, so any change of a
+weight (an optimizer step, fused or not, a ``load_state_dict``, a write under ``torch.no_grad()``, a LoRA merge,
+weights trained in another process and loaded) changes the key. What it does not see: a patched ``forward``, a hook,
+or weights held outside parameters and buffers (some quantized modules); hardcse makes none of these. Storage
+pointers and in-place version counters are not enough: a fused AdamW step (the Trainer's default optimizer,
+``adamw_torch_fused``) moves neither, which once made every in-run evaluation score the weights of the first one.
+The digest reads every byte (BLAKE2b: about 0.07 s for MiniLM-L6's 91 MB, about 1 s for a 1.3 GB encoder), once
+per ``encode`` call, whose batches all run on the weights as they were at its start; converting MiniLM-L6 takes ~2
+s, so the two most recent compiled models are kept (each with its own copy of the weights), and an evaluation of
+weights already seen (the best checkpoint reloaded at the end of training, a saved encoder loaded again) reuses its
 compiled model.
 Models whose first module is anything else (DiffAug's prefix encoder, an image model) are not converted:
 :func:`supports_openvino` says so and ``encode`` keeps PyTorch for them.
@@ -57,13 +59,16 @@ def supports_openvino(model: SentenceTransformer) -> bool:
 
 
 def weights_digest(module: torch.nn.Module) -> str:
-    """A digest of everything the module's forward computes with: its class, its config, and the name, dtype,
-    shape and bytes of every parameter and buffer (non-persistent buffers too)."""
+    """A digest of what the module's forward computes with: its class, its submodule tree (``repr``), its config and
+    attention implementation, and the name, dtype, shape and bytes of every parameter and buffer (non-persistent
+    buffers too)."""
     digest = hashlib.blake2b(digest_size=20)
     digest.update(f"{type(module).__module__}.{type(module).__qualname__}\0".encode())
+    digest.update(repr(module).encode())  # the submodule tree: a swapped module without weights changes it
     config = getattr(module, "config", None)
     if config is not None:
         digest.update(config.to_json_string(use_diff=False).encode())
+        digest.update(f"\0attention {getattr(config, '_attn_implementation', None)}\0".encode())  # not in the JSON
     for name, tensor in (*module.named_parameters(), *module.named_buffers()):
         tensor = tensor.detach()
         digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())

@@ -12,9 +12,10 @@ round (~10 s for SmolLM2-135M). ``generator.openvino_weights: int8`` compresses 
 data-free INT8_ASYM) after export. The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
 which the pipeline loads although hardcse hands it token ids.
 
-The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the OpenVINO version
-and the model's files (their bytes, or name, size and modification time for files over 64 MiB); it is written
-to a temporary folder and renamed into place, so a kill leaves either a whole export or none.
+The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the weight format, every
+byte of the model's files, hardcse's code, the libraries' versions and the CPU (:func:`export_key`); it is built in
+a temporary folder and renamed into place under a lock (:func:`hardcse.cache.publish_dir`), so a kill leaves either
+a whole export or none, and two processes export once.
 
 Sampling (:class:`OpenVINOGenerator`). Prompts go in as token ids (the chat template is applied by hardcse, the
 same ids as the PyTorch path). Precision follows ``generator.dtype``: float32 computes (and caches keys and
