@@ -79,7 +79,7 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     import dataclasses
     import hashlib
 
-    from hardcse.cache import UPPER_LAYERS, code_digest, environment_digest, locked
+    from hardcse.cache import environment_digest, locked
     from hardcse.devices import resolve_device
     from hardcse.discriminator.train import NLITrainConfig
     from hardcse.fingerprint import files_digest
@@ -91,8 +91,7 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     files_digest(data_dir() / "nli", digest)
     files_digest(resolve_model(loaded.base_model), digest)
     # NLI training runs the shared code only (never hardcse/art and the other upper layers): a change there keeps it
-    code = code_digest(without=UPPER_LAYERS)
-    environment_digest(digest, resolve_device(loaded.training.device, "training.device"), code)
+    environment_digest(digest, resolve_device(loaded.training.device, "training.device"), shared_code=True)
     target = cache_dir() / "nli" / f"{name}-{digest.hexdigest()[:16]}"
     with locked(target):  # a second benchmark started meanwhile waits for this training, then uses it
         if not (target / "model").is_dir():

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from art_rounds import HELDOUT, NLI_MODELS, heldout_rows, nli_model, run, write_record
-from hardcse.art.analysis.judge import shortcut_measures
+from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets
@@ -80,28 +80,17 @@ def check() -> None:
         )
 
 
-SHORTCUTS = {
-    "positive_deletion_rate": "deletion positives",
-    "negative_added_negation_rate": "negatives adding a negation",
-    "negative_demonstration_leak_rate": "negatives with leaked words",
-    "positive_is_negative_rate": "positive = negative",
-    "anchor_negative_overlap": "anchor-negative word overlap",
-}
-
-
 def data_rows(records: list[Path]) -> list[str]:
     """Per recorded run: its kept triplets, their shortcut rates (hardcse/art/reward/shortcuts.py; the leak by the
     run's own demonstrations) and the round's held-out tuned - raw generator (where it tuned one)."""
     lines = [
-        "| run | kept | " + " | ".join(SHORTCUTS.values()) + " | " + " | ".join(HELDOUT.values()) + " |",
-        "|---|---:|" + "---:|" * (len(SHORTCUTS) + len(HELDOUT)),
+        "| run | kept | " + " | ".join(SHORTCUT_LABELS.values()) + " | " + " | ".join(HELDOUT.values()) + " |",
+        "|---|---:|" + "---:|" * (len(SHORTCUT_LABELS) + len(HELDOUT)),
     ]
     for record in records:
         triplets = read_triplets(record / "round_1" / "triplets.csv")
-        rows = [{"anchor": t[0], "positive": t[1], "negative": t[2]} for t in triplets]
-        generator = load_config(ArtRunConfig, record / "config.yaml").generator
-        rates = shortcut_measures(rows, generator)
-        cells = [f"{rates[k]:.3f}" if rates.get(k) is not None else "-" for k in SHORTCUTS]
+        rates = triplet_shortcuts(triplets, load_config(ArtRunConfig, record / "config.yaml").generator)
+        cells = [f"{rates[k]:.3f}" if rates.get(k) is not None else "-" for k in SHORTCUT_LABELS]
         held = dict(heldout_rows(record)).get("round_1")
         cells += [interval_cell(Interval(**held[k]["difference"]), digits=3) if held else "-" for k in HELDOUT]
         lines.append(f"| {record.name} | {len(triplets)} | " + " | ".join(cells) + " |")

@@ -4,7 +4,8 @@ that is its negative are never kept (issue 41)."""
 import pytest
 
 from hardcse.art.config import FilterConfig
-from hardcse.art.synthesis.filter import drop_reason, judged, word_overlap
+from hardcse.art.reward.shortcuts import word_overlap
+from hardcse.art.synthesis.filter import drop_reason, judged
 from hardcse.config import ConfigValueError
 
 ENTAILED, NEUTRAL, CONTRADICTED = [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]

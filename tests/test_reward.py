@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hardcse.art.config import RewardConfig
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.dual import dual_reward
 
 CONFIG = RewardConfig(w1=0.5, w2=0.5, omega=0.6, alpha_pos=0.7, alpha_neg=0.8, invalid_penalty=-1)

@@ -4,8 +4,9 @@ runs through tuning, synthesis and the held-out comparison on tiny models."""
 import numpy as np
 import pytest
 
-from hardcse.art.config import RewardConfig, RewardTermConfig, TuneConfig
+from hardcse.art.config import TuneConfig
 from hardcse.art.generator.parsing import Parsed
+from hardcse.art.reward.config import RewardConfig, RewardTermConfig
 from hardcse.art.reward.dual import Reward, dual_reward
 from hardcse.config import load_config
 from hardcse.errors import HardcseError

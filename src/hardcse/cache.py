@@ -55,11 +55,11 @@ def code_digest(without: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def environment_digest(digest: Any, device: object, code: str | None = None) -> None:
-    """Feed ``digest`` (a hashlib object) with hardcse's code (``code``: a :func:`code_digest` of part of it; default
-    all of it), the computing libraries' versions and the machine's kind for work on ``device`` (a
-    ``torch.device``)."""
-    digest.update(f"code {code or code_digest()}\0".encode())
+def environment_digest(digest: Any, device: object, shared_code: bool = False) -> None:
+    """Feed ``digest`` (a hashlib object) with hardcse's code (``shared_code``: without :data:`UPPER_LAYERS`, for what
+    only the shared code computes), the computing libraries' versions and the machine's kind for work on ``device``
+    (a ``torch.device``)."""
+    digest.update(f"code {code_digest(without=UPPER_LAYERS if shared_code else ())}\0".encode())
     digest.update(json.dumps(library_versions(), sort_keys=True).encode())
     digest.update(f"\0{machine_kind(device)}\0".encode())
 

@@ -6,13 +6,15 @@ time would take a same-sized file copied with its time (``cp -p``, ``rsync -t``)
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 
-def files_digest(folder: Path, digest: Any) -> None:
-    """Feed ``digest`` (a hashlib object) with every file under ``folder``, in a fixed order."""
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+def files_digest(folder: Path, digest: Any, skip: Collection[str] = ()) -> None:
+    """Feed ``digest`` (a hashlib object) with every file under ``folder`` (but those named in ``skip``), in a fixed
+    order."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in skip):
         digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode())
         with path.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -91,12 +91,10 @@ def last_round_eval(run_dir: Path) -> dict | None:
 
 def model_fingerprint(model_dir: Path) -> str:
     """sha256 over the names and bytes of a model folder's files (eval outputs left out)."""
+    from hardcse.fingerprint import files_digest
+
     digest = hashlib.sha256()
-    for path in sorted(p for p in model_dir.rglob("*") if p.is_file() and p.name not in EVAL_FILES):
-        digest.update(str(path.relative_to(model_dir)).encode())
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
+    files_digest(model_dir, digest, skip=EVAL_FILES)
     return digest.hexdigest()
 
 
@@ -104,7 +102,7 @@ def cached_eval(source: str, cache: Path | None = None) -> dict:
     """The STS suite record of the encoder ``source``, evaluated once per distinct key: the model's files, the STS
     data's files, the engine and precision that encode, and hardcse's code, the libraries' versions and the
     machine's kind (hardcse/cache.py)."""
-    from hardcse.cache import UPPER_LAYERS, code_digest, environment_digest
+    from hardcse.cache import environment_digest
     from hardcse.devices import resolve_device
     from hardcse.engines import encoder_engine, encoder_precision
     from hardcse.evaluation.sts import write_sts_eval
@@ -117,7 +115,7 @@ def cached_eval(source: str, cache: Path | None = None) -> dict:
     precision = encoder_precision() if engine == "openvino" else "-"
     digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{engine} {precision}\0".encode())
     files_digest(data_dir() / "sts", digest)
-    environment_digest(digest, device, code_digest(without=UPPER_LAYERS))  # evaluation runs the shared code only
+    environment_digest(digest, device, shared_code=True)  # evaluation runs the shared code only
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
         return {**json.loads(path.read_text(encoding="utf-8")), "model": source}

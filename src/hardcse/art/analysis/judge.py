@@ -6,13 +6,27 @@ from __future__ import annotations
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.art.config import GeneratorConfig
+from hardcse.art.config import FilterConfig, GeneratorConfig
 from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.dual import TARGET_LABEL
-from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words
-from hardcse.art.synthesis.filter import word_overlap
+from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words, word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
+
+# shortcut_measures' keys, as a table names them
+SHORTCUT_LABELS = {
+    "positive_deletion_rate": "deletion positives",
+    "negative_added_negation_rate": "negatives adding a negation",
+    "negative_demonstration_leak_rate": "negatives with leaked words",
+    "positive_demonstration_leak_rate": "positives with leaked words",
+    "positive_is_negative_rate": "positive = negative",
+    "anchor_negative_overlap": "anchor-negative word overlap",
+}
+
+
+def triplet_shortcuts(triplets: list[tuple[str, ...]], generator: GeneratorConfig | None = None) -> dict:
+    """:func:`shortcut_measures` of kept triplets (anchor, positive, negative, ...)."""
+    return shortcut_measures([{"anchor": t[0], "positive": t[1], "negative": t[2]} for t in triplets], generator)
 
 
 def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = None) -> dict:
@@ -25,13 +39,15 @@ def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = N
     def share(flags: list[bool]) -> float | None:
         return float(np.mean(flags)) if flags else None
 
+    same = FilterConfig().max_pair_overlap  # the filter's bound for a positive that is its negative
+
     positives = [(r["anchor"], r["positive"]) for r in records if r["positive"] is not None]
     negatives = [(r["anchor"], r["negative"]) for r in records if r["negative"] is not None]
     both = [r for r in records if r["positive"] is not None and r["negative"] is not None]
     out = {
         "positive_deletion_rate": share([is_deletion(x, y) for x, y in positives]),
         "negative_added_negation_rate": share([bool(added_negations(x, y)) for x, y in negatives]),
-        "positive_is_negative_rate": share([word_overlap(r["positive"], r["negative"]) >= 0.9 for r in both]),
+        "positive_is_negative_rate": share([word_overlap(r["positive"], r["negative"]) >= same for r in both]),
         "anchor_negative_overlap": share([word_overlap(x, y) for x, y in negatives]),
     }
     if generator is not None and generator.few_shot:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.art.config import RewardConfig
 from hardcse.art.generator.parsing import Parsed
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.terms import Term, TermContext, evaluate_terms, load_term_function
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator

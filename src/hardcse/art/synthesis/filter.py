@@ -17,20 +17,11 @@ a generated negative (``negatives: both``) it must be mined and not labelled ent
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from hardcse.art.config import FilterConfig
+from hardcse.art.reward.shortcuts import word_overlap
 from hardcse.data.nli import LABEL_ID
-
-WORD = re.compile(r"[a-z0-9']+")
-
-
-def word_overlap(a: str, b: str) -> float:
-    """Jaccard overlap of two texts' sets of lowercased words (1.0: the same words)."""
-    x, y = set(WORD.findall(a.lower())), set(WORD.findall(b.lower()))
-    return len(x & y) / len(x | y) if x | y else 1.0
 
 
 def judged(probs: list[float], label: str, margin: float) -> bool:
