@@ -48,6 +48,7 @@ def test_each_file_trains_the_same_fixed_schedule_and_is_compared_with_the_first
     from sentence_transformers import SentenceTransformer
 
     from hardcse.data.sts import DEV_TASK, load_sts_task
+    from hardcse.devices import resolve_device
     from hardcse.evaluation.sts import evaluate_sts
 
     out = tmp_path / "assay"
@@ -64,8 +65,9 @@ def test_each_file_trains_the_same_fixed_schedule_and_is_compared_with_the_first
             training = record["training"]
             assert training["steps"] == 2 and training["rows"] == 6 and training["seed"] == seed
             assert training["best_step"] is None and training["dev_history"] == []  # no dev gating
-            # what the assay reports is what a fresh load of what it saved computes
-            model = SentenceTransformer(str(out / label / f"seed-{seed}" / "model"), device="cpu")
+            # what the assay reports is what a fresh load of what it saved computes (on the device the assay used:
+            # a GPU's encodings differ from the CPU's in the last digits)
+            model = SentenceTransformer(str(out / label / f"seed-{seed}" / "model"), device=str(resolve_device("auto")))
             fresh = evaluate_sts(model, [load_sts_task(DEV_TASK)], show_progress=False).scores[DEV_TASK]
             assert record["scores"][DEV_TASK] == pytest.approx(fresh, abs=1e-9)
     comparison = json.loads((out / "assay.json").read_text())

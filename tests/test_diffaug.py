@@ -46,7 +46,7 @@ def nli_file(tmp_path):
 @pytest.fixture
 def prefixed_encoder(tiny_encoder_dir):
     torch.manual_seed(0)
-    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 2)
+    model = add_prefixes(load_encoder(str(tiny_encoder_dir), device="cpu"), tiny_encoder_dir, 3, 16, 2)
     return model.eval()
 
 
@@ -90,7 +90,7 @@ def tiny_config(tiny_encoder_dir, nli_file, corpus, **changes) -> DiffAugConfig:
 def test_a_masked_out_prefix_leaves_the_encoder_as_it_was(prefixed_encoder, tiny_encoder_dir):
     """The prefix enters only as extra keys/values: masked out, the encoder computes exactly its plain output
     (tokens keep positions 0..L-1)."""
-    plain = load_encoder(str(tiny_encoder_dir)).eval()
+    plain = load_encoder(str(tiny_encoder_dir), device="cpu").eval()
     transformer = prefixed(prefixed_encoder)
     f = features(prefixed_encoder, SENTENCES[:3])
     batch, length = f["input_ids"].shape
@@ -127,7 +127,7 @@ def test_views_select_prefix_modules(prefixed_encoder):
 def test_save_and_load_round_trip(prefixed_encoder, tmp_path):
     prefixed_encoder.save(str(tmp_path / "m"))
     expected = prefixed_encoder.encode(SENTENCES)
-    loaded = load_encoder(str(tmp_path / "m"))
+    loaded = load_encoder(str(tmp_path / "m"), device="cpu")
     assert isinstance(loaded[0], PrefixedTransformer) and loaded[0].prefix_length == 3
     assert torch.allclose(torch.tensor(loaded.encode(SENTENCES)), torch.tensor(expected), atol=1e-6)
     plain_st = SentenceTransformer(str(tmp_path / "m"), trust_remote_code=True, local_files_only=True)
@@ -147,7 +147,7 @@ def test_delta_by_hand(prefixed_encoder):
 
 
 def test_delta_is_zero_for_one_shared_prefix(tiny_encoder_dir):
-    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 1).eval()
+    model = add_prefixes(load_encoder(str(tiny_encoder_dir), device="cpu"), tiny_encoder_dir, 3, 16, 1).eval()
     assert representation_divergence(model, SENTENCES, SENTENCES) == pytest.approx(0.0, abs=1e-6)
 
 
@@ -266,7 +266,9 @@ def test_a_resumed_stage1_keeps_its_diagnostics_and_the_peak_before_the_kill(pre
 
 def test_prefix_dropout_acts_in_training_only(tiny_encoder_dir):
     torch.manual_seed(0)
-    model = add_prefixes(load_encoder(str(tiny_encoder_dir)), tiny_encoder_dir, 3, 16, 2, prefix_dropout=0.5)
+    model = add_prefixes(
+        load_encoder(str(tiny_encoder_dir), device="cpu"), tiny_encoder_dir, 3, 16, 2, prefix_dropout=0.5
+    )
     transformer = prefixed(model)
     transformer.train()
     first, second = (transformer.prefix_key_values(0)[0][0] for _ in range(2))
@@ -281,7 +283,7 @@ def test_inference_view_is_saved_and_used_by_encode(prefixed_encoder, tmp_path):
         second = embed(prefixed_encoder, f, 1)
     prefixed(prefixed_encoder).inference_view = 1
     prefixed_encoder.save(str(tmp_path / "m"))
-    loaded = load_encoder(str(tmp_path / "m"))
+    loaded = load_encoder(str(tmp_path / "m"), device="cpu")
     assert loaded[0].inference_view == 1
     torch.testing.assert_close(torch.tensor(loaded.encode(SENTENCES[:4])), second, atol=1e-6, rtol=1e-6)
 
