@@ -59,3 +59,42 @@ def test_the_summary_splits_the_reward_into_format_r1_and_r2():
     assert s["reward_parsed"] == pytest.approx(0.125) and s["p_target"] == pytest.approx(0.36)
     assert s["reward_parsed_std"] == pytest.approx(0.175)  # population std of 0.3 and -0.05
     assert s["reward_std"] == pytest.approx(np.std([0.3, -0.05, -1.0]))
+
+
+def test_the_reward_by_cosine_bin_by_hand():
+    from hardcse.art.analysis.reward_bins import reward_by_cosine_bin
+    from hardcse.art.reward.dual import RewardParts
+
+    nan = float("nan")
+    # positives at cosines 0.5, 0.97, 0.99, 1.0; negatives at 0.99 and 0.5; one rejected positive
+    cosine = np.array([0.5, 0.97, 0.99, 1.0, 0.99, 0.5, nan])
+    kinds = ["positive"] * 4 + ["negative"] * 2 + ["positive"]
+    parts = RewardParts(
+        reward=np.array([0.1, 0.2, 0.3, 0.5, -0.4, 0.4, -1.0]),
+        terms={},
+        weights={},
+        p_target=np.array([0.2, 0.6, 0.8, 0.9, 0.7, 0.1, nan]),
+        cosine=cosine,
+        valid=np.isfinite(cosine),
+        probs=np.full((7, 3), nan),
+    )
+    # the judge (entailment, neutral, contradiction): entailment for all but the 0.99 positive; the negatives
+    # at 0.99 contradiction, at 0.5 neutral
+    judge = np.array([[0.8, 0.1, 0.1]] * 7)
+    judge[2] = [0.1, 0.8, 0.1]
+    judge[4] = [0.1, 0.1, 0.8]
+    judge[5] = [0.1, 0.8, 0.1]
+    bins = {(b.kind, b.label): b for b in reward_by_cosine_bin(parts, kinds, judge)}
+    assert len(bins) == 12 and sum(b.n for b in bins.values()) == 6  # the rejected one is in no bin
+    low = bins[("positive", "< 0.60")]
+    assert (low.n, low.reward, low.p_target, low.judged_correct) == (1, 0.1, 0.2, 1.0)
+    assert bins[("positive", "0.95-0.98")].n == 1
+    top = bins[("positive", "0.98-1.00")]  # 0.99 and 1.0 (the last bin holds its upper edge)
+    assert top.n == 2 and top.reward == pytest.approx(0.4) and top.p_target == pytest.approx(0.85)
+    assert top.judged_correct == pytest.approx(0.5)
+    close = bins[("negative", "0.98-1.00")]
+    assert (close.n, close.reward, close.judged_correct) == (1, -0.4, 1.0)
+    assert bins[("negative", "< 0.60")].judged_correct == 0.0
+    empty = bins[("negative", "0.60-0.75")]
+    assert (empty.n, empty.reward, empty.p_target) == (0, None, None)
+    assert reward_by_cosine_bin(parts, kinds)[0].judged_correct is None  # no judge, no verdict
