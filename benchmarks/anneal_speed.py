@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from hardcse.curriculum.task_order import anneal_task_order, greedy_task_order, random_task_order, tour_similarity
+from hardcse.machine import machine_record
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -59,11 +61,14 @@ def main() -> None:
         plan = json.loads(Path(args.plan).read_text())
         rows.append(measure(f"built-in collection ({args.plan})", np.array(plan["similarity"]), args.iterations))
     keys = list(rows[0])
+    when, machine = time.strftime("%Y-%m-%d"), machine_record()
     lines = [
         "# Annealed task order: speed and tour quality",
         "",
         f"`python benchmarks/anneal_speed.py --tasks {args.tasks} --iterations {args.iterations}"
         + (f" --plan {args.plan}`" if args.plan else "`"),
+        "",
+        machine_line(machine, when),
         "",
         "Tour = sum of the similarities of neighbouring tasks around the cycle (higher is better).",
         "",
@@ -72,7 +77,7 @@ def main() -> None:
         *("| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows),
     ]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "anneal_speed.json").write_text(json.dumps(rows, indent=2))
+    (RESULTS / "anneal_speed.json").write_text(json.dumps({"date": when, "machine": machine, "rows": rows}, indent=2))
     (RESULTS / "anneal_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

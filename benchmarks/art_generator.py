@@ -22,6 +22,8 @@ from pathlib import Path
 from hardcse.art.analysis.judge import judge_table_markdown
 from hardcse.cli import main as hardcse
 from hardcse.data.jsonl import read_jsonl
+from hardcse.machine import machine_record
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ["generation_s", "scoring_s", "reference_s", "optimisation_s"]
@@ -77,6 +79,7 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv),
         "cli": {k: "hardcse " + " ".join(v) for k, v in commands.items()},
         "date": time.strftime("%Y-%m-%d"),
+        "machine": machine_record(),
         "tuning_seconds": round(seconds["tune"], 1),
         "mean_seconds_per_step": {k: round(v, 2) for k, v in per_step.items()},
         "reward_first5_last5": [
@@ -96,6 +99,8 @@ def main() -> None:
         f"`{record['command']}`, which runs:",
         "",
         *[f"    {c}" for c in record["cli"].values()],
+        "",
+        machine_line(record["machine"]),
         "",
         f"30 PPO steps at batch 16: **{seconds['tune'] / 60:.1f} min** in all (model loading included; target 15 min).",
         "Mean seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in per_step.items()) + ".",

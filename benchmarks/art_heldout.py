@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from datetime import date
 from pathlib import Path
 
 from hardcse.art.analysis.heldout import compare_markdown, held_out_comparison
@@ -22,6 +23,8 @@ from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig
 from hardcse.config import load_config
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
+from hardcse.machine import machine_record
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -50,6 +53,7 @@ def main() -> None:
     )
     command = "python benchmarks/art_heldout.py " + " ".join(sys.argv[1:])
     result |= {"command": command, "run": str(args.run), "round": args.round}
+    result |= {"date": str(date.today()), "machine": machine_record()}
     RESULTS.mkdir(exist_ok=True)
     name = f"art_heldout-{args.run.name}"
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -58,6 +62,8 @@ def main() -> None:
             f"# Raw vs tuned generator: `{args.run}` round {args.round}",
             "",
             f"`{command}`; judge `{result['judge']}`, cosines by `{result['cosine_encoder']}`.",
+            "",
+            machine_line(result["machine"], result["date"]),
             "",
             compare_markdown(result),
             "",

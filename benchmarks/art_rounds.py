@@ -42,6 +42,7 @@ from hardcse.evaluation.results import Result, load_result
 from hardcse.run_folder import round_dirs
 from hardcse.run_folder import seeds as seed_keys
 from hardcse.stats import Interval
+from machine_line import recorded_machines
 
 RESULTS = Path(__file__).parent / "results"
 BASELINE = "baseline-raw-llm"
@@ -185,6 +186,8 @@ def main() -> None:
         f"# ART on a 2-core CPU: adaptive rounds, baselines and ablations ({', '.join(made)})",
         "",
         *WITHDRAWN,
+        recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
+        "",
         "Commands:",
         "",
         "```",

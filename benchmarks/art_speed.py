@@ -23,6 +23,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,12 +126,16 @@ def random_discriminator(path: Path) -> None:
 
 
 def markdown(result: dict) -> str:
+    from machine_line import machine_line  # not at the top: the before side imports this file with its own hardcse
+
     before, after = result["before"], result
     lines = [
         "# ART speed on this machine (2 cores)",
         "",
         f"`{result['command']}`, {result['platform']}. Before = commit `{result['before_commit']}`; after = this "
         "tree. Both sides ran one after the other in the same run, nothing else on the machine.",
+        "",
+        machine_line(result["machine"], result["date"]),
         "",
         "| | before | after | target |",
         "|---|---:|---:|---:|",
@@ -187,12 +192,16 @@ def main() -> None:
             (tmp / name / "nli").symlink_to(tmp / "nli")
         after = side(REPO, tmp / "after", args, "ppo", args.rl_batch, args.rl_minibatch)
         after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo", args.rl_batch, args.rl_minibatch)
+    from hardcse.machine import machine_record
+
     command = "python benchmarks/art_speed.py " + " ".join(sys.argv[1:])
     result = after | {
         "before": before,
         "before_commit": args.before,
         "command": command.strip(),
         "platform": platform.platform(),
+        "date": str(date.today()),
+        "machine": machine_record(),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "art_speed.json").write_text(json.dumps(result, indent=2) + "\n")

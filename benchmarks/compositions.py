@@ -22,6 +22,7 @@ from pathlib import Path
 
 from hardcse.cli import main as hardcse
 from hardcse.evaluation.results import last_round_eval_path
+from machine_line import recorded_runs
 from seeded import RESULTS, keep_record
 
 BENCH = "compositions"
@@ -90,7 +91,7 @@ def main() -> None:
         RESULTS / BENCH,
         title="The methods composed, against their counterparts (bundled models, 2-core CPU, one seed each)",
         command="python benchmarks/compositions.py",
-        extra=[f"Not run yet: {', '.join(missing)}.", ""] if missing else [],
+        extra=[recorded_runs(recorded), *(["", f"Not run yet: {', '.join(missing)}.", ""] if missing else [])],
     )
     print(markdown)
 

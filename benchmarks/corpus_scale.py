@@ -76,6 +76,8 @@ def main() -> None:
     args = parser.parse_args()
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
+    from hardcse.machine import machine_record
+    from machine_line import machine_line
 
     config = load_config(ArtRunConfig, "configs/cpu-full.yaml")
     per_round = config.synthesis_anchors + config.rl.steps * config.rl.anchors_per_step
@@ -92,11 +94,13 @@ def main() -> None:
         rows.append({"corpus": corpus.name, "max_anchors": max_anchors, **measured})
         print(rows[-1], flush=True)
     command = f"python benchmarks/corpus_scale.py --sentences {args.sentences}"
+    when, machine = time.strftime("%Y-%m-%d"), machine_record()
     lines = [
         f"# Anchors from a {args.sentences:,}-sentence corpus\n",
         f"`{command}` ({txt.stat().st_size / 2**20:.0f} MiB text, made in {made:.0f} s; configs/cpu-full.yaml "
         f"needs {need:,} anchors: {config.rounds} rounds x ({config.synthesis_anchors} synthesis + "
         f"{config.rl.steps * config.rl.anchors_per_step} RL) + {config.anchors.held_out} held out)\n",
+        f"{machine_line(machine, when)}\n",
         "| corpus | anchors.max_anchors | anchors drawn | seconds | peak memory added by the draw (MiB) |",
         "|---|---:|---:|---:|---:|",
         *(
@@ -109,7 +113,8 @@ def main() -> None:
         "draw; the added peak is resident memory sampled every 5 ms during the draw, minus that.",
     ]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "corpus_scale.json").write_text(json.dumps({"command": command, "need": need, "rows": rows}, indent=2))
+    record = {"command": command, "date": when, "machine": machine, "need": need, "rows": rows}
+    (RESULTS / "corpus_scale.json").write_text(json.dumps(record, indent=2))
     (RESULTS / "corpus_scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

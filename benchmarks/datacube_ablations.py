@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
+from machine_line import recorded_runs
 from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "datacube"
@@ -105,6 +106,8 @@ def main() -> None:
         title="Data-CUBE ablations on the bundled encoder (2-core CPU)",
         command=command,
         extra=[
+            recorded_runs({f"{n}/seed-{s}": record_dir(BENCH, n, s) for n, seeds in recorded.items() for s in seeds}),
+            "",
             *not_run,
             "Per setting (best step and masked rows per seed; minutes are wall-clock, other jobs shared the machine):",
             "",

@@ -29,6 +29,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
+from machine_line import recorded_runs
 from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "diffaug"
@@ -146,6 +147,8 @@ def main() -> None:
         title="DiffAug on the bundled encoder (2-core CPU)",
         command=f"python benchmarks/diffaug_runs.py --seeds {' '.join(map(str, args.seeds))}",
         extra=[
+            recorded_runs({f"{n}/seed-{s}": record_dir(BENCH, n, s) for n, seeds in recorded.items() for s in seeds}),
+            "",
             *not_run,
             "Training (means over seeds; best step per seed; stage-1 seconds where the setting trains its own):",
             "",

@@ -9,19 +9,19 @@ recorded; they must agree to 0.01. Writes benchmarks/results/eval_speed.{json,md
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.encoder.build import load_encoder
 from hardcse.evaluation.sts import evaluate_sts
+from hardcse.machine import machine_record
 from hardcse.report.tables import sts_table_markdown
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -62,7 +62,7 @@ def main() -> None:
     record = {
         "command": "python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "machine": machine_record(),
         "model": args.model,
         "n_sentences": result.n_sentences,
         "hardcse_seconds_total": round(total, 1),
@@ -88,7 +88,7 @@ def main() -> None:
         "",
         f"`{record['command']}`",
         "",
-        f"{record['machine']}; model `{args.model}`; {result.n_sentences} distinct sentences.",
+        f"{machine_line(record['machine'])} Model `{args.model}`; {result.n_sentences} distinct sentences.",
         "",
         f"- hardcse eval, whole run (load, read, encode, score): **{total:.1f} s** (target: at most 60 s)",
     ]

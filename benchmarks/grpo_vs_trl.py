@@ -48,8 +48,10 @@ def main() -> None:
     from hardcse.devices import resolve_device
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
+    from hardcse.machine import machine_record
     from hardcse.resources import resolve_model
     from hardcse.training import StepTimer
+    from machine_line import machine_line
 
     steps = args.steps + 1
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
@@ -129,6 +131,7 @@ def main() -> None:
         "command": "PYTHONPATH=/tmp/trl python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d"),
         "platform": platform.platform(),
+        "machine": machine_record(),
         "cpu_bfloat16": dtype == torch.bfloat16,
         "trl_version": trl_module.__version__,
         "rollouts_per_step": 16,
@@ -145,6 +148,8 @@ def main() -> None:
             "",
             f"`{result['command']}`, {result['date']}, {result['platform']}, TRL {result['trl_version']}, "
             f"generator in {'bfloat16' if result['cpu_bfloat16'] else 'float32'}.",
+            "",
+            machine_line(result["machine"]),
             "",
             "| | median | steps |",
             "|---|---:|---|",

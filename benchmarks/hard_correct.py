@@ -27,8 +27,8 @@ from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import interval_cell
-from hardcse.machine import machine_record
 from hardcse.stats import Interval
+from machine_line import machine_line, recorded_runs
 
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
@@ -151,13 +151,14 @@ def main() -> None:
             *(["--resume"] if (assay / "config.yaml").is_file() else []),
         ]
     )
-    machine = machine_record()
     lines = [
         "# Hard and correct: ART's data variants at equal cost (issue 41)",
         "",
-        f"`python benchmarks/hard_correct.py {' '.join(sys.argv[1:])}`; {machine['cpu']}, {machine['cores']} cores,"
-        f" flags {' '.join(machine['cpu_flags'])}. One round a variant (module doc); the assay: each run's first"
-        f" {rows} kept triplets, training seeds {', '.join(map(str, args.train_seeds))}.",
+        f"`python benchmarks/hard_correct.py {' '.join(sys.argv[1:])}`. One round a variant (module doc); the assay:"
+        f" each run's first {rows} kept triplets, training seeds {', '.join(map(str, args.train_seeds))}"
+        f" ({machine_line()}).",
+        "",
+        recorded_runs({f.parent.parent.name: f.parent.parent for f in files}),  # the runs' own, not today's
         "",
         *data_rows([f.parent.parent for f in files]),
         "",

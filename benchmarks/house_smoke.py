@@ -21,9 +21,11 @@ import argparse
 import json
 import shutil
 import sys
+from datetime import date
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
+from hardcse.machine import machine_record
 
 RESULTS = Path(__file__).parent / "results" / "house_smoke.json"
 TASKS = "eval_tasks=[STS12, STS13, STS14, STS15, STS16, STS-B, SICK-R, STS-B-dev]"
@@ -65,6 +67,7 @@ def main() -> None:
             after[name] = scores(out / name / "eval.json")
     recorded = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
     recorded |= {"after": after, "after_command": "python " + " ".join(sys.argv)}
+    recorded |= {"after_date": str(date.today()), "after_machine": machine_record()}  # the "before" one's: not kept
     RESULTS.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
     for name, row in after.items():
         before = recorded.get("before", {}).get(name, {})

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
+from hardcse.machine import machine_record
+from machine_line import recorded_machines
 
 RESULTS = Path(__file__).parent / "results"
 RUNS = {
@@ -90,12 +92,16 @@ def main() -> None:
             results[name]["minutes_for_both"] = round((time.perf_counter() - start) / 60, 1)
     command = " ".join(["python", "benchmarks/identical_reruns.py", *sys.argv[1:]])
     record = {"command": command, "date": time.strftime("%Y-%m-%d"), "results": results}
+    if not args.compare_only:  # with --compare-only the folders were made earlier: their manifests name the machine
+        record["machine"] = machine_record()
     (RESULTS / "identical_reruns.json").write_text(json.dumps(record, indent=2) + "\n")
     lines = [
         "# Identical reruns of the smoke configs",
         "",
         f"`{record['command']}`, {record['date']} (files that record time, and plots, are left out"
         + ("; the folders were made by the same script without --compare-only)." if args.compare_only else ")."),
+        "",
+        recorded_machines({f"{name}/{copy}": out / name / copy for name in RUNS for copy in ("first", "second")}),
         "",
         "| run | files compared | byte-identical | same but timings and folder name | differing |",
         "|---|---:|---:|---:|---|",

@@ -7,19 +7,18 @@ Writes benchmarks/results/nli_discriminator.{json,md}.
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
-
-import torch
 
 from hardcse.config import config_to_dict, load_config
 from hardcse.data.nli import read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
 from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.logs import setup_logging
+from hardcse.machine import machine_record
 from hardcse.report.tables import nli_table_markdown
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -48,7 +47,7 @@ def main() -> None:
     record = {
         "command": "python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "machine": machine_record(),
         "config": config_to_dict(config),
         "train_seconds": train_seconds,
         "predict_pairs_per_second": round(pairs_per_second, 1),
@@ -58,8 +57,8 @@ def main() -> None:
     (RESULTS / "nli_discriminator.json").write_text(json.dumps(record, indent=2))
     table = nli_table_markdown(results)
     md = (
-        f"# NLI discriminator ({record['date']})\n\n`{record['command']}`\n\n{record['machine']}; "
-        f"training {train_seconds and round(train_seconds / 60, 1)} min; "
+        f"# NLI discriminator ({record['date']})\n\n`{record['command']}`\n\n{machine_line(record['machine'])} "
+        f"Training {train_seconds and round(train_seconds / 60, 1)} min; "
         f"predict_proba {record['predict_pairs_per_second']} pairs/s (SNLI test, batch 64)\n\n{table}\n"
     )
     (RESULTS / "nli_discriminator.md").write_text(md)

@@ -13,6 +13,7 @@ share the judge calls the target, and each variant's mean reward) and reward_bin
 
 import json
 import sys
+from datetime import date
 from pathlib import Path
 
 import matplotlib
@@ -70,7 +71,7 @@ def main() -> None:
     lines = [
         "# What each reward pays for: the recorded RL completions by cosine bin (issue 41)",
         "",
-        f"`python benchmarks/reward_bins.py`; {machine['cpu']}, {machine['cores']} cores, flags "
+        f"`python benchmarks/reward_bins.py`, {date.today()}; {machine['cpu']}, {machine['cores']} cores, flags "
         f"{' '.join(machine['cpu_flags'])}. {len(rows)} parsed answers of the RL completions recorded in "
         "benchmarks/results/art_rounds/records (raw and tuned generators, PPO and GRPO, rounds 1-3), each scored by "
         "every reward variant with the runs' discriminator (runs/nli-minilm) and the bundled encoder (round 1's), "

@@ -31,6 +31,8 @@ from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
+from hardcse.machine import machine_record
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -105,6 +107,7 @@ def main() -> None:
     record = {
         "command": "python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d"),
+        "machine": machine_record(),
         "dev": dev_stats,
         "chosen": {"omega": chosen.omega, "alpha_pos": chosen.alpha_pos, "alpha_neg": chosen.alpha_neg},
         "raw_generator": raw,
@@ -122,6 +125,8 @@ def main() -> None:
         f"# Reward calibration ({record['date']})",
         "",
         f"`{record['command']}`",
+        "",
+        machine_line(record["machine"]),
         "",
         f"NLI dev files ({len(dev)} pairs, the discriminator's selection data): best-separating threshold "
         f"P(entailment) {omega_e:.2f} (J {j_e:.2f}), P(contradiction) {omega_c:.2f} (J {j_c:.2f}). "

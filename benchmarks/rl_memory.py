@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -36,7 +35,9 @@ from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.rl.policy import PolicyTrainer, enable_checkpointing
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
+from hardcse.machine import machine_record
 from hardcse.resources import BUNDLED_GENERATOR
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 BUNDLED = BUNDLED_GENERATOR
@@ -95,7 +96,7 @@ def main() -> None:
     result = {
         "command": "python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}",
+        "machine": machine_record(),
         "generator": BUNDLED,
         "dtype": str(next(model.parameters()).dtype),
         "rows": args.rows,
@@ -113,7 +114,9 @@ def main() -> None:
         "",
         f"`{result['command']}`",
         "",
-        f"{result['machine']}; generator {BUNDLED} ({result['dtype']}, LoRA of {args.config}); one minibatch of "
+        machine_line(result["machine"]),
+        "",
+        f"Generator {BUNDLED} ({result['dtype']}, LoRA of {args.config}); one minibatch of "
         f"{args.rows} rows, {result['mean_prompt_tokens']:.0f} prompt + {result['mean_response_tokens']:.1f} "
         f"response tokens a row on average; median of {args.repeats} passes.",
         "",

@@ -2,9 +2,9 @@
 
 A run goes to OUT/NAME/seed-S (a hardcse run folder, resumed when it was cut off). Once it has its eval.json,
 its record is kept under benchmarks/results/BENCH/NAME/seed-S: config.yaml, eval.json.gz (scores and per-pair
-cosines, what `hardcse compare` resamples) and the small JSON files a table needs. A run whose record exists is
-not repeated, so a benchmark cut off by a session's end goes on from the records committed so far, and every
-table can be rebuilt from the records alone (`--skip-runs`).
+cosines, what `hardcse compare` resamples), manifest.json (the run's machine and date) and the small JSON files a
+table needs. A run whose record exists is not repeated, so a benchmark cut off by a session's end goes on from the
+records committed so far, and every table can be rebuilt from the records alone (`--skip-runs`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def record_dir(bench: str, name: str, seed: int) -> Path:
 
 
 def keep_record(run_dir: Path, dest: Path, files: list[str], eval_file: str = "eval.json") -> None:
-    """config.yaml, ``eval_file`` (gzipped, as eval.json.gz; an ART run's is in its last round's folder) and
+    """config.yaml, ``eval_file`` (gzipped, as eval.json.gz; an ART run's is in its last round's folder),
+    manifest.json (the run's machine and date, for tables rebuilt on another day; benchmarks/machine_line.py) and
     ``files`` (paths inside the run folder, kept by their base name)."""
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -31,7 +32,7 @@ def keep_record(run_dir: Path, dest: Path, files: list[str], eval_file: str = "e
     shutil.copyfile(run_dir / "config.yaml", partial / "config.yaml")
     with gzip.open(partial / "eval.json.gz", "wb", compresslevel=9) as fh:
         fh.write((run_dir / eval_file).read_bytes())
-    for name in files:
+    for name in ["manifest.json", *files]:
         if (run_dir / name).is_file():
             shutil.copyfile(run_dir / name, partial / Path(name).name)
     shutil.rmtree(dest, ignore_errors=True)

@@ -18,6 +18,7 @@ from art_assay import GENERATION_SEEDS, RECORDS, SETTINGS, training_triplets
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
+from machine_line import recorded_dates
 
 RESULTS = RECORDS.parent.parent
 
@@ -38,7 +39,8 @@ def main() -> None:
         "270 training triplets), no model loaded; shares of the triplets (the overlap: a mean). Deletion: >= 90% of "
         "the positive's words are the anchor's and it is shorter; a leak: a word of the demonstration's answer that "
         "is in neither its anchor nor this anchor (function words aside); positive = negative: word overlap >= 0.9. "
-        "Counts of texts: the same on any machine and day.",
+        "Machine: any (counts of texts, no timing or model: the same on any machine and day). "
+        + recorded_dates({f"{s}-{g}": RECORDS / f"{s}-seed-{g}" for s in SETTINGS.values() for g in GENERATION_SEEDS}),
         "",
         header,
         "|---|---|---:|" + "---:|" * len(SHORTCUT_LABELS),

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
+from hardcse.machine import machine_record
 from hardcse.report.tables import sts_table_markdown
+from machine_line import machine_line
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -48,6 +50,7 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv),
         "cli": ["hardcse " + " ".join(c) for c in commands],
         "date": time.strftime("%Y-%m-%d"),
+        "machine": machine_record(),
         "seconds_total": round(seconds, 1),
         "n_triplets": n_triplets,
         "training": training,
@@ -67,6 +70,8 @@ def main() -> None:
             f"`{record['command']}`, which runs:",
             "",
             *[f"    {c}" for c in record["cli"]],
+            "",
+            machine_line(record["machine"]),
             "",
             f"{n_triplets} triplets; whole run (both evaluations included) {seconds / 60:.1f} min; "
             f"best STS-B dev {training['best_dev']:.2f} at step {training['best_step']}.",

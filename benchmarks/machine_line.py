@@ -1,0 +1,96 @@
+"""The machine a benchmark record came from, as one Markdown line (issue 43: every record names its machine).
+
+A figure depends on the machine it was computed on (hardcse/machine.py says how), so every record under
+benchmarks/results names it. :func:`machine_line` words a :func:`hardcse.machine.machine_record` (by default this
+machine's, today); a table rebuilt from stored runs on another day names the machine and date the runs' own
+manifests recorded, never today's (:func:`recorded_machines`, :func:`recorded_dates`), and says "machine not
+recorded" for runs whose records do not hold it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import date as _date
+from pathlib import Path
+
+from hardcse.machine import machine_record
+
+
+def machine_line(machine: dict | None = None, date: str | None = None) -> str:
+    """One sentence: CPU model, cores, torch's threads, the CPU's kernel flags, torch's version and the GPU (if
+    one is visible). ``machine``: a stored :func:`machine_record` (default: this machine's, dated ``date`` or
+    today)."""
+    if machine is None:
+        machine, date = machine_record(), date or str(_date.today())
+    flags = " ".join(machine.get("cpu_flags") or []) or "none of hardcse.machine.KERNEL_FLAGS"
+    gpu = f"GPU {machine['gpu']}" if machine.get("gpu") else "no GPU"
+    torch = (machine.get("versions") or {}).get("torch")
+    return (
+        f"Machine{f' ({date})' if date else ''}: {machine['cpu']}, {machine['cores']} cores, "
+        f"{machine['threads']} torch threads, flags {flags}, torch {torch}, {gpu}."
+    )
+
+
+def _machines(manifest: Path) -> list[str]:
+    """The machine of each part of a run (a resumed run has one per start), from its manifest.json; "machine not
+    recorded" (with the platform and torch version where the manifest names them) for a part, or a run, whose
+    manifest does not hold one."""
+    if not manifest.is_file():
+        return ["machine not recorded (the record keeps no manifest)"]
+    record = json.loads(manifest.read_text(encoding="utf-8"))
+    found = []
+    for run in record.get("runs") or [{}]:
+        if "machine" in run:
+            found.append(machine_line(run["machine"]).removeprefix("Machine: ").rstrip("."))
+            continue
+        versions = record.get("versions") or {}
+        known = ", ".join(filter(None, [run.get("platform"), versions.get("torch") and f"torch {versions['torch']}"]))
+        found.append(f"machine not recorded{f' ({known})' if known else ''}")
+    return list(dict.fromkeys(found))
+
+
+def recorded_machines(records: dict[str, Path]) -> str:
+    """One sentence naming the machines of stored runs (run name -> its record folder), from the records' manifests
+    alone: the same on any day and machine that rebuilds the table."""
+    groups: dict[str, list[str]] = {}
+    for name, folder in records.items():
+        groups.setdefault("; then ".join(_machines(folder / "manifest.json")), []).append(name)
+    if len(groups) == 1:
+        runs = f"{len(records)} runs" if len(records) > 1 else "run"
+        return f"Machine of the {runs} (from their records, not today's): {next(iter(groups))}."
+    return (
+        "Machines of the runs (from their records, not today's): "
+        + "; ".join(f"{m} ({', '.join(n)})" for m, n in groups.items())
+        + "."
+    )
+
+
+def recorded_dates(records: dict[str, Path]) -> str:
+    """One sentence dating stored runs (run name -> its record folder): a record's manifest.json's creation date,
+    else the date of the git commit that last changed the record (none outside a git checkout)."""
+    dates, committed = [], False
+    for folder in records.values():
+        manifest = folder / "manifest.json"
+        if manifest.is_file():
+            dates.append(json.loads(manifest.read_text(encoding="utf-8"))["created"][:10])
+            continue
+        log = ["git", "log", "-1", "--format=%ad", "--date=short", "--", folder.name]
+        try:
+            day = subprocess.run(log, cwd=folder.parent, capture_output=True, text=True).stdout.strip()
+        except OSError:  # no git
+            day = ""
+        if day:
+            dates.append(day)
+            committed = True
+    if not dates:
+        return "The runs' dates are not recorded."
+    span = min(dates) if min(dates) == max(dates) else f"{min(dates)} to {max(dates)}"
+    source = " (a record without a manifest: the date of the commit that last changed it)" if committed else ""
+    return f"Runs recorded {span}{source}."
+
+
+def recorded_runs(records: dict[str, Path]) -> str:
+    """:func:`recorded_dates` and :func:`recorded_machines` of stored runs (run name -> its record folder), one
+    line: what a table rebuilt from the records says of when and where its runs ran."""
+    return f"{recorded_dates(records)} {recorded_machines(records)}"
