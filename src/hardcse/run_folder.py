@@ -44,6 +44,7 @@ from hardcse.machine import library_versions, machine_record
 log = logging.getLogger(__name__)
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
 MARKERS = ("config.yaml", "manifest.json")  # a folder holding one of these is a hardcse output
+WATCHING = ("report_to",)  # config keys of how a run is watched, not what it computes: a resume may change them
 PARTIAL = ".partial"
 # the command line of the current ``hardcse`` invocation (set by the CLI), recorded in each run of the manifest
 INVOCATION: list[str] | None = None
@@ -81,7 +82,7 @@ class RunFolder:
             else:
                 before = yaml.safe_load(saved.read_text(encoding="utf-8"))
             now = json.loads(json.dumps(config_to_dict(self.config)))
-            changed = differences(before, now)
+            changed = [key for key in differences(before, now) if key not in WATCHING]
             if changed:
                 raise HardcseError(
                     f"the configuration differs from {saved} in {', '.join(changed)}; a resumed run keeps its "
@@ -122,6 +123,11 @@ class RunFolder:
             save_config(self.config, self.dir / "config.yaml")
         self._stack.enter_context(log_to_file(self.dir / "run.log"))
         self._open_manifest()
+        report_to = getattr(self.config, "report_to", [])
+        if report_to:  # the trackers (hardcse/tracking/run.py): rank 0 alone reports
+            from hardcse.tracking.run import tracking
+
+            self._stack.enter_context(tracking(self.dir, report_to, config_to_dict(self.config)))
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
         self._stack.close()
@@ -208,6 +214,8 @@ class RunFolder:
         run_on_main(complete)
         entry |= {"end": now(), "seconds": round(time.perf_counter() - start, 1)}
         self._save_manifest()
+        if is_main():
+            report_stage(name, final)
         return final
 
     def _close_interrupted_entry(self, name: str, final: Path) -> None:
@@ -229,6 +237,24 @@ class RunFolder:
     def finish(self) -> None:
         self.manifest["runs"][-1]["finished"] = now()
         self._save_manifest()
+
+
+def report_stage(name: str, output: Path) -> None:
+    """A finished stage's numbers to the trackers, if the run reports to any: a JSON output's numbers under the
+    stage's name; a round's stage (``round_R.NAME``) under ``rounds/NAME`` at step R, so rounds make a curve."""
+    from hardcse.tracking.run import active
+
+    tracking = active()
+    if not tracking or output.suffix != ".json" or not output.is_file():
+        return
+    values = json.loads(output.read_text(encoding="utf-8"))
+    if not isinstance(values, dict):
+        return
+    head, _, rest = name.partition(".")
+    if head.startswith("round_") and head[6:].isdigit() and rest:
+        tracking.metrics(values, int(head[6:]), prefix=f"rounds/{rest}")
+    else:
+        tracking.metrics(values, 0, prefix=name)
 
 
 def round_dirs(run_dir: Path) -> list[Path]:

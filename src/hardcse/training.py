@@ -32,6 +32,7 @@ from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
 from hardcse.devices import check_device, resolve_device
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
+from hardcse.tracking.run import active
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
@@ -265,32 +266,35 @@ def run_training_job(
         # multiply the batch by their count, changing SimCSE's in-batch negatives and the step count
         args._n_gpu = 1
     timer = StepTimer()
-    trainer = trainer_cls(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        loss=loss,
-        evaluator=evaluator,
-        callbacks=[
-            timer,
-            AverageLossGradients(loss),
-            *([EvaluateAtEnd(), LossStateCheckpoint(loss)] if metric is not None else []),
-            *(callbacks or []),
-        ],
-    )
+    # the trackers of the run folder, if it reports to any: the Trainer's own integrations, guarded, while it trains
+    with active().training_job(out_dir) as trackers:
+        trainer = trainer_cls(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            loss=loss,
+            evaluator=evaluator,
+            callbacks=[
+                timer,
+                AverageLossGradients(loss),
+                *([EvaluateAtEnd(), LossStateCheckpoint(loss)] if metric is not None else []),
+                *(callbacks or []),
+                *trackers,
+            ],
+        )
 
-    def newest_checkpoint() -> str | None:
-        shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
-        return last_complete_checkpoint(checkpoints)
+        def newest_checkpoint() -> str | None:
+            shutil.rmtree(out_dir / (CHECKPOINTS + ".old"), ignore_errors=True)  # a kill while they were being removed
+            return last_complete_checkpoint(checkpoints)
 
-    last = run_on_main(newest_checkpoint)  # rank 0 tidies the folder; every rank resumes from the same one
-    if last is not None:
-        log.info("resuming training from %s", last)
-        if (Path(last) / LOSS_STATE).is_file():
-            from safetensors.torch import load_file
+        last = run_on_main(newest_checkpoint)  # rank 0 tidies the folder; every rank resumes from the same one
+        if last is not None:
+            log.info("resuming training from %s", last)
+            if (Path(last) / LOSS_STATE).is_file():
+                from safetensors.torch import load_file
 
-            loss.load_state_dict(load_file(str(Path(last) / LOSS_STATE)), strict=False)
-    trainer.train(resume_from_checkpoint=last)
+                loss.load_state_dict(load_file(str(Path(last) / LOSS_STATE)), strict=False)
+        trainer.train(resume_from_checkpoint=last)
 
     history = [e for e in trainer.state.log_history if metric in e]
     best = max(history, key=lambda e: e[metric]) if history else None

@@ -18,6 +18,7 @@ from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
 from hardcse.engines import check_engine
+from hardcse.tracking.config import Tracked
 
 TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
 
@@ -244,7 +245,7 @@ class MiningConfig(Checked):
 
 
 @dataclass
-class TuneConfig(Checked):
+class TuneConfig(Tracked):
     """``hardcse art tune`` and ``hardcse art generate``: the generator, its reward, RL, anchors, filter."""
 
     encoder: str = "bundled:minilm-l6"  # the current encoder: judges difficulty

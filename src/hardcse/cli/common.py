@@ -31,6 +31,13 @@ def add_run_flags(parser: argparse.ArgumentParser, config_help: str, overrides_e
     parser.add_argument("--out", required=True, help="the run folder (config.yaml, manifest.json, run.log, outputs)")
     parser.add_argument("--resume", action="store_true", help="continue the folder: finished stages are skipped")
     parser.add_argument("--overwrite", action="store_true", help="empty a finished folder and start it again")
+    parser.add_argument(
+        "--report-to",
+        nargs="+",
+        metavar="TRACKER",
+        help="experiment trackers to report to: tensorboard, mlflow, several, or none (config key report_to; "
+        "docs/commands.md 'Experiment trackers')",
+    )
     parser.add_argument("overrides", nargs="*", metavar="key=value", help=f"config overrides, e.g. {overrides_example}")
 
 
@@ -55,6 +62,9 @@ def run_config(cls: type[T], args: argparse.Namespace, extra_overrides: list[str
         if not args.resume:
             raise HardcseError("give --config FILE (or --resume an existing run folder, which reads its config.yaml)")
         path = saved_config(args.out)
+    trackers = getattr(args, "report_to", None)
+    if trackers is not None:  # --report-to none: no tracker (the config's own report_to is replaced)
+        extra_overrides = [*(extra_overrides or []), f"report_to=[{', '.join(t for t in trackers if t != 'none')}]"]
     return load_config(cls, path, [*args.overrides, *(extra_overrides or [])])
 
 

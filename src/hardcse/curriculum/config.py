@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from hardcse.config import Checked, ConfigValueError, check_choice, check_positive, check_range
+from hardcse.config import ConfigValueError, check_choice, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
+from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings
 
 
@@ -17,7 +18,7 @@ def _datacube_training() -> TrainingSettings:
 
 
 @dataclass
-class CurriculumConfig(Checked):
+class CurriculumConfig(Tracked):
     """Data-CUBE: multi-task instruction-based contrastive training with a task and an instance curriculum.
     Paper values where given (INSTRUCTOR-large on MEDI: batch 64, lr 2e-5, warmup 0.1, tau 0.01, ~2M annealing
     iterations); the rest are documented defaults for a 2-core CPU. ``training.seed`` seeds the plan too."""

@@ -10,6 +10,7 @@ from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.nli import TRAIN_FILES
 from hardcse.data.sts import ALL_TASKS
 from hardcse.encoder import PoolingName
+from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings
 
 
@@ -65,7 +66,7 @@ def _stage2_training() -> TrainingSettings:
 
 
 @dataclass
-class DiffAugConfig(Checked):
+class DiffAugConfig(Tracked):
     """DiffAug: two prefix modules as a learned, differentiable augmentation, trained in two stages.
     ``method: simcse`` trains the same data, labels, steps and seed without prefixes (the baselines: SimCSE_joint
     for ``semi``, i.e. dropout views plus ``stage2.aux_weight`` times the NLI cross-entropy on the same labelled

@@ -17,11 +17,12 @@ from sentence_transformers.cross_encoder import CrossEncoder
 from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 
 from hardcse.batching import LengthGroupedBatchSampler
-from hardcse.config import Checked, ConfigValueError, check_positive
+from hardcse.config import ConfigValueError, check_positive
 from hardcse.data.nli import DEV_FILES, EVAL_FILES, LABEL_ID, LABELS, TRAIN_FILES, NLIPairs, read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, nli_metrics
 from hardcse.paths import data_dir
 from hardcse.resources import resolve_model
+from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, run_training_job
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def _nli_training() -> TrainingSettings:
 
 
 @dataclass
-class NLITrainConfig(Checked):
+class NLITrainConfig(Tracked):
     """``hardcse nli train``: the cross-encoder, its data and its training (``training.max_seq_length`` is the
     pair length for training and prediction alike)."""
 

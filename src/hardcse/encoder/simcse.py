@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from hardcse.config import Checked, check_choice, check_positive
+from hardcse.config import check_choice, check_positive
 from hardcse.data.corpus import read_sentences
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
@@ -22,6 +22,7 @@ from hardcse.data.table import OnError
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.encoder import PoolingName
 from hardcse.errors import HardcseError
+from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, TrainOutcome
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ Mode = Literal["sup", "unsup"]
 
 
 @dataclass
-class SimCSETraining(Checked):
+class SimCSETraining(Tracked):
     """The SimCSE objective and its training (SimCSE's values: tau 0.05, 32 tokens, batch 64, lr 2e-5 for
     BERT-base). ART's rounds use this block as it is."""
 

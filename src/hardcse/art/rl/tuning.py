@@ -44,6 +44,7 @@ from hardcse.distributed import is_main, mean_over_ranks, rank, rank_block, run_
 from hardcse.encoder.build import load_encoder
 from hardcse.engines import select_engine
 from hardcse.errors import HardcseError
+from hardcse.tracking.run import active
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,7 @@ def tune_generator(
             (out_dir / name).unlink(missing_ok=True)
 
     rl = config.rl
+    tracking = active()  # the run folder's trackers, if it reports to any (rank 0's)
     with tqdm(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
         while trainer.step_count < rl.steps:
             step = trainer.step_count + 1
@@ -181,14 +183,17 @@ def tune_generator(
             if is_main():
                 with log_path.open("a", encoding="utf-8") as fh:
                     append_jsonl(fh, stats)
+                tracking.metrics(stats, trainer.step_count, prefix=tracking.job(out_dir))
             bar.update(1)
             bar.set_postfix(progress(stats, [term.name for term in reward.terms]))
             if trainer.step_count % rl.save_every == 0 or trainer.step_count == rl.steps:
                 run_on_main(lambda: _save_checkpoint(trainer, config, out_dir))
                 if is_main() and rl.log_completions and score.rows:  # rank 0's own rollouts (a skipped batch: none)
+                    rows = score.completions(trainer.step_count, rl.log_completions, rl.seed)
                     with (out_dir / COMPLETIONS).open("a", encoding="utf-8") as fh:
-                        for row in score.completions(trainer.step_count, rl.log_completions, rl.seed):
+                        for row in rows:
                             append_jsonl(fh, row)
+                    tracking.table(f"{tracking.job(out_dir)}/completions", rows, trainer.step_count)
     run_on_main(lambda: _finish(out_dir, final))
     if kept is not None:
         run_on_main(lambda: keep_generator(final, kept))

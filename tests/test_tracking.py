@@ -1,0 +1,180 @@
+"""Experiment trackers (``report_to``): what a run writes to TensorBoard and MLflow, read back with their own
+readers; a resumed folder continues its tracker run; a bad or failing tracker."""
+
+import logging
+import sqlite3
+
+import pytest
+import yaml
+
+from hardcse.cli import main as hardcse
+from hardcse.config import load_config
+from hardcse.encoder.simcse import SimCSEConfig
+from hardcse.tracking.callbacks import Guarded
+from hardcse.tracking.run import Tracking, flatten, markdown_table
+from test_art_run import run_config  # noqa: F401 - the tiny ART run's config, a fixture
+
+pytest.importorskip("tensorboard")
+pytest.importorskip("mlflow")
+
+
+def scalars(folder) -> dict[str, list[int]]:
+    """Every scalar tag of the TensorBoard event files in ``folder`` (one TensorBoard run), with its steps."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0, "tensors": 0})
+    events.Reload()
+    out = {tag: [e.step for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+    # add_text writes tensors: their tags with the steps too
+    out |= {tag: [e.step for e in events.Tensors(tag)] for tag in events.Tags()["tensors"]}
+    return out
+
+
+def mlflow_store(runs_dir):
+    return sqlite3.connect(runs_dir / "mlflow.db")
+
+
+def test_a_simcse_run_reports_its_training_job_to_tensorboard_and_mlflow_and_a_resume_continues(
+    tiny_encoder_dir, triplet_file, tmp_path
+):
+    runs = tmp_path / "runs"
+    out = runs / "sup"
+    args = ["simcse", "train", "--data", str(triplet_file), "--out", str(out), f"encoder={tiny_encoder_dir}"]
+    small = ["mode=sup", "training.max_steps=3", "training.eval_steps=1", "training.batch_size=4"]
+    assert (
+        hardcse(
+            [*args, "--config", "simcse-sup", *small, "eval_tasks=[STS-B-dev]", "--report-to", "tensorboard", "mlflow"]
+        )
+        == 0
+    )
+    assert load_config(SimCSEConfig, out / "config.yaml").report_to == ["tensorboard", "mlflow"]
+    # TensorBoard: the Trainer's own integration, one TensorBoard run for the job (its folder in the run: model)
+    job = scalars(out / "tensorboard" / "model")
+    assert job["train/loss"] and job["eval/sts-dev_spearman"] == [1, 2, 3] and "train/learning_rate" in job
+    own = scalars(out / "tensorboard" / "run")  # hardcse's own: the finished stages' numbers
+    assert "eval/scores/STS-B-dev" in own and "config/text_summary" in own  # the config, as text
+    # MLflow: one run named after the folder with the config as parameters, the job a nested run with its curves
+    with mlflow_store(runs) as db:
+        [(parent, name)] = db.execute("select run_uuid, name from runs where name = 'sup'").fetchall()
+        params = dict(db.execute("select key, value from params where run_uuid = ?", (parent,)).fetchall())
+        assert params["mode"] == "sup" and params["training.max_steps"] == "3"
+        [child] = [
+            r for (r,) in db.execute("select run_uuid from tags where key='mlflow.parentRunId' and value=?", (parent,))
+        ]
+        steps = db.execute("select step from metrics where run_uuid = ? and key = 'loss'", (child,)).fetchall()
+        assert len(steps) >= 1
+        dev = db.execute("select step from metrics where run_uuid = ? and key = 'eval_sts-dev_spearman'", (child,))
+        assert sorted(s for (s,) in dev) == [1, 2, 3]
+        assert db.execute(
+            "select count(*) from metrics where run_uuid = ? and key like 'eval/%'", (parent,)
+        ).fetchone()[0]
+    # a resumed folder continues the same MLflow run: still one run of that name
+    assert hardcse([*args, "--resume", *small, "eval_tasks=[STS-B-dev]", "--report-to", "mlflow"]) == 0
+    with mlflow_store(runs) as db:
+        assert db.execute("select count(*) from runs where name = 'sup'").fetchone()[0] == 1
+        assert db.execute("select status from runs where run_uuid = ?", (parent,)).fetchone()[0] == "FINISHED"
+
+
+def test_an_art_run_reports_rl_steps_completions_rounds_and_plots(run_config, tmp_path):  # noqa: F811
+    run = tmp_path / "runs" / "tiny"
+    config = yaml.safe_load(run_config.read_text())
+    run_config.write_text(yaml.safe_dump(config | {"rounds": 1, "report_to": ["tensorboard"]}))
+    assert hardcse(["art", "run", "--config", str(run_config), "--out", str(run)]) == 0
+    own = scalars(run / "tensorboard" / "run")
+    for part in ("reward", "r1", "r2", "kl", "parse_failure_rate", "share_r1"):
+        assert own[f"round_1/rl/{part}"] == [1, 2], part  # every RL step
+    assert own["round_1/rl/completions/text_summary"] == [1, 2]  # the sampled completions, a table each save
+    assert own["rounds/eval/scores/STS-B-dev"] == [0, 1]  # round 0: the starting encoder
+    assert "rounds/synthesis/kept" in own and any(t.startswith("rounds/heldout/") for t in own)
+    assert scalars(run / "tensorboard" / "round_1" / "encoder")["train/loss"]  # the round's training job
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tensorboard" / "run"), size_guidance={"images": 0})
+    events.Reload()
+    # the run folder's plots, at the end: the report's and the round's RL curves
+    assert set(events.Tags()["images"]) >= {
+        "plots/sts_per_round",
+        "plots/reward_per_round",
+        "round_1/generator/rl_curves",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[tensorbord]", "report_to=[tensorbord]: 'tensorbord' is not a tracker; choose from tensorboard, mlflow"),
+        ("[mlflow, mlflow]", "names a tracker twice"),
+    ],
+)
+def test_a_wrong_tracker_is_one_line_naming_the_key(value, message, tiny_encoder_dir, triplet_file, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["simcse", "train", "--config", "simcse-sup", "--data", str(triplet_file), "--out", str(out)]
+    assert hardcse([*args, f"report_to={value}"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_a_tracker_not_installed_names_the_extra(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a))
+    with pytest.raises(Exception, match=r"report_to: mlflow is not installed; pip install 'hardcse\[tracking\]'"):
+        SimCSEConfig(report_to=["mlflow"])
+
+
+def test_report_to_none_on_the_command_line_turns_the_config_off(tmp_path):
+    import argparse
+
+    from hardcse.cli.common import run_config as cli_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("report_to: [tensorboard]\n")
+    args = argparse.Namespace(config=str(path), resume=False, out=str(tmp_path / "o"), overrides=[], report_to=["none"])
+    assert cli_config(SimCSEConfig, args).report_to == []
+
+
+class Failing:
+    name = "broken"
+
+    def metrics(self, values, step):
+        raise OSError("disk full")
+
+
+class Recording:
+    name = "recording"
+
+    def __init__(self):
+        self.seen = []
+
+    def metrics(self, values, step):
+        self.seen.append((values, step))
+
+
+def test_a_failing_tracker_is_dropped_with_a_warning_and_the_others_go_on(caplog):
+    recording = Recording()
+    tracking = Tracking(None, [Failing(), recording])
+    with caplog.at_level(logging.WARNING):
+        tracking.metrics({"a": {"b": 1.0, "text": "x", "missing": None}, "nan": float("nan")}, 3, prefix="p")
+        tracking.metrics({"c": 2}, 4)
+    assert "broken failed to log metrics (disk full); the run goes on without it" in caplog.text
+    assert [b.name for b in tracking.backends] == ["recording"]
+    assert recording.seen == [({"p/a/b": 1.0}, 3), ({"c": 2}, 4)]  # numbers only, nested keys joined by /
+
+
+def test_a_failing_trainer_integration_is_dropped_and_training_goes_on(caplog):
+    class Broken:
+        def on_log(self, args, state, control, **kwargs):
+            raise RuntimeError("store locked")
+
+    guarded = Guarded(Broken(), "mlflow")
+    with caplog.at_level(logging.WARNING):
+        assert guarded.on_log(None, None, None, logs={}) is None
+        assert guarded.on_log(None, None, None, logs={}) is None  # dropped: no second warning
+    assert caplog.text.count("mlflow failed in the Trainer (on_log: store locked)") == 1
+
+
+def test_flatten_and_the_markdown_table_by_hand():
+    assert flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a.b": 1, "a.c.d": 2, "e": 3}
+    table = markdown_table([{"x": 1, "y": "a|b"}, {"x": 2, "z": "two\nlines"}])
+    assert table.splitlines() == ["| x | y | z |", "|---|---|---|", "| 1 | a\\|b |  |", "| 2 |  | two lines |"]
