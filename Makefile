@@ -36,7 +36,7 @@ test: lint
 	$(PY) -m pytest -q
 	$(MAKE) check-wheel
 
-# The loop while editing (~3 min on 2 cores): lint, unit tests and tiny models; no bundled-model end-to-end runs,
+# The loop while editing (a few minutes on 2 cores; not recorded): lint, unit tests and tiny models; no bundled-model end-to-end runs,
 # no MTEB, no several-process launches (the `slow` marker), no wheel check. CI runs `make test`.
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow"

@@ -225,3 +225,98 @@ def test_the_checks_catch_each_kind_of_drift():
         "scratch.md:4: src/hardcse/no_such_module.py",
     ]
     assert placeholders(page, "scratch.md") == ["scratch.md:5: TIMEFAST"]
+
+
+# README's tables: a figure is a decimal, or a signed number, with what is written beside it as one figure: a mean
+# with its ``± sd``, a difference with its ``[low, high]`` interval (or an interval alone)
+_NUMBER = r"[+-]?\d+\.\d+"
+_INTERVAL = rf"\[{_NUMBER}, {_NUMBER}\]"
+FIGURE = re.compile(rf"(?<![\w.+-])(?:{_INTERVAL}|{_NUMBER}(?: ± \d+\.\d+)?(?: {_INTERVAL})?|[+-]\d+)(?!\w|\.\d)")
+RECORD = re.compile(r"benchmarks/results/[\w./-]*[\w/]")
+
+
+def _record_texts(record: Path) -> list[str]:
+    """The text of a record file, or of every text file under a record folder (images and archives left out)."""
+    files = [record] if record.is_file() else sorted(p for p in record.rglob("*") if p.is_file())
+    texts = []
+    for path in files:
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            continue
+    return texts
+
+
+def _written_in(figure: str, text: str) -> bool:
+    """``figure`` occurs in ``text`` as a whole figure: not part of a longer number, nor with a sign it lacks."""
+    before = r"(?<![\w.])" if figure[0] in "+-[" else r"(?<![\w.+-])"
+    return re.search(before + re.escape(figure) + r"(?!\d|\.\d)", text) is not None
+
+
+def figures_not_in_records(text: str, name: str, root: Path = ROOT) -> list[str]:
+    """Every figure of a Markdown table row in ``text`` that the record the row cites does not hold, as
+    ``name:line: figure not in benchmarks/results/FILE``. A row cites a record by a link or a path to a file or
+    folder under ``benchmarks/results/`` (a folder: any text file in it); each figure must occur there verbatim.
+    A figure is a decimal or signed number, checked together with its ``± sd`` or ``[low, high]`` interval when
+    the row writes one beside it; unsigned integers (counts, seeds, sizes) are not checked, nor what stands in
+    inline code or a link's target. A row with a figure and no record, or citing a record that does not exist,
+    is reported too."""
+    problems = []
+    for number, row in enumerate(text.splitlines(), start=1):
+        if not row.startswith("|") or re.fullmatch(r"[|:\- ]+", row):
+            continue
+        records = sorted(set(RECORD.findall(row)))
+        shown = re.sub(r"`[^`]*`", "", re.sub(r"\]\([^)]*\)", "]", row))
+        figures = [m.group(0) for m in FIGURE.finditer(shown)]
+        if not figures:
+            continue
+        if not records:
+            problems.append(f"{name}:{number}: figures but no record cited")
+            continue
+        missing = [r for r in records if not (root / r).exists()]
+        problems += [f"{name}:{number}: {r} does not exist" for r in missing]
+        if missing:
+            continue
+        texts = [t for r in records for t in _record_texts(root / r)]
+        for figure in figures:
+            if not any(_written_in(figure, t) for t in texts):
+                problems.append(f"{name}:{number}: {figure} not in {' or '.join(records)}")
+    return problems
+
+
+def test_every_figure_in_readme_tables_is_in_the_record_it_cites():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    checked = [row for row in text.splitlines() if row.startswith("|") and RECORD.search(row)]
+    assert len(checked) >= 10  # the results tables' rows cite their records
+    problems = figures_not_in_records(text, "README.md")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_figure_check_catches_a_figure_its_record_does_not_hold(tmp_path):
+    """The check above on a scratch page and scratch records: a matching row passes; each drift is reported."""
+    results = tmp_path / "benchmarks" / "results"
+    (results / "run").mkdir(parents=True)
+    (results / "scores.md").write_text("| full | 79.30 ± 0.03 | -0.15 [-0.24, -0.05] * |\n| vanilla | 79.51 |\n")
+    (results / "run" / "eval.json").write_text('{"avg7": 78.87, "delta": "+0.45"}')
+    page = "\n".join(
+        [
+            "| setting | avg7 | against vanilla | record |",
+            "|---|---:|---:|---|",
+            "| full | 79.30 ± 0.03 | -0.15 [-0.24, -0.05] | [record](benchmarks/results/scores.md) |",
+            "| full | 79.31 ± 0.03 | -0.15 [-0.24, -0.05] | [record](benchmarks/results/scores.md) |",
+            "| full | 79.30 ± 0.03 | -0.15 [-0.24, -0.06] | [record](benchmarks/results/scores.md) |",
+            "| vanilla | 9.51 | +0.15 | [record](benchmarks/results/scores.md) |",
+            "| start, 3 seeds | 78.87 | +0.45 | `benchmarks/results/run/` |",
+            "| start | 78.87 | | |",
+            "| gone | 1.00 | | [record](benchmarks/results/missing.md) |",
+            "| page | what, with 2 counts and MTEB 2.26.24 |",
+        ]
+    )
+    assert figures_not_in_records(page, "scratch.md", tmp_path) == [
+        "scratch.md:4: 79.31 ± 0.03 not in benchmarks/results/scores.md",
+        "scratch.md:5: -0.15 [-0.24, -0.06] not in benchmarks/results/scores.md",
+        "scratch.md:6: 9.51 not in benchmarks/results/scores.md",
+        "scratch.md:6: +0.15 not in benchmarks/results/scores.md",
+        "scratch.md:8: figures but no record cited",
+        "scratch.md:9: benchmarks/results/missing.md does not exist",
+    ]

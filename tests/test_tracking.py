@@ -178,3 +178,23 @@ def test_flatten_and_the_markdown_table_by_hand():
     assert flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a.b": 1, "a.c.d": 2, "e": 3}
     table = markdown_table([{"x": 1, "y": "a|b"}, {"x": 2, "z": "two\nlines"}])
     assert table.splitlines() == ["| x | y | z |", "|---|---|---|", "| 1 | a\\|b |  |", "| 2 |  | two lines |"]
+
+
+def test_the_run_ids_are_saved_at_once_so_a_killed_run_resumes_the_same_tracker_run(tmp_path):
+    import json
+
+    from hardcse.tracking.run import tracking
+
+    folder = tmp_path / "runs" / "r"
+    folder.mkdir(parents=True)
+    with pytest.raises(RuntimeError), tracking(folder, ["mlflow"], {"seed": 1}) as opened:
+        first = json.loads((folder / "tracking.json").read_text())["mlflow"]["run_id"]  # before any stage ends
+        opened.metrics({"x": 1.0}, 1)
+        raise RuntimeError("killed")
+    with mlflow_store(tmp_path / "runs") as db:
+        assert db.execute("select status from runs where run_uuid = ?", (first,)).fetchone()[0] == "FAILED"
+    with tracking(folder, ["mlflow"], {"seed": 1}) as opened:
+        opened.metrics({"x": 2.0}, 2)
+    with mlflow_store(tmp_path / "runs") as db:
+        assert db.execute("select run_uuid, status from runs").fetchall() == [(first, "FINISHED")]
+        assert sorted(db.execute("select step, value from metrics where key = 'x'")) == [(1, 1.0), (2, 2.0)]

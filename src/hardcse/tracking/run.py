@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ class _Backend:
     def job_environment(self, job: str) -> dict[str, str]:
         return {}
 
-    def close(self) -> None: ...
+    def close(self, status: str) -> None: ...
 
 
 class _TensorBoard(_Backend):
@@ -78,7 +78,7 @@ class _TensorBoard(_Backend):
     def job_environment(self, job: str) -> dict[str, str]:
         return {"TENSORBOARD_LOGGING_DIR": str(self.root / job)}
 
-    def close(self) -> None:
+    def close(self, status: str) -> None:
         self.writer.close()
 
 
@@ -140,8 +140,8 @@ class _MLflow(_Backend):
             jobs[job] = self.client.create_run(self.experiment_id, run_name=job, tags=tags).info.run_id
         return {"MLFLOW_TRACKING_URI": self.uri, "MLFLOW_RUN_ID": jobs[job]}
 
-    def close(self) -> None:
-        self.client.set_terminated(self.run_id, "FINISHED")
+    def close(self, status: str) -> None:
+        self.client.set_terminated(self.run_id, status)
 
 
 class Tracking:
@@ -150,6 +150,7 @@ class Tracking:
     def __init__(self, run_dir: Path | None = None, backends: list[_Backend] | None = None) -> None:
         self.run_dir = run_dir
         self.backends = backends or []
+        self.save_state: Callable[[], None] = lambda: None  # writes tracking.json (set by :func:`tracking`)
 
     def __bool__(self) -> bool:
         return bool(self.backends)
@@ -203,6 +204,7 @@ class Tracking:
         job = self.job(folder)
         environment: dict[str, str] = {}
         self._each("start a training job", lambda b: environment.update(b.job_environment(job)))
+        self.save_state()  # a new job's tracker run, before it starts
         with environment_set(environment):
             names = [b.name for b in self.backends]
             yield [
@@ -210,8 +212,9 @@ class Tracking:
                 for cls, name in zip(get_reporting_integration_callbacks(names), names, strict=True)
             ]
 
-    def close(self) -> None:
-        self._each("close", lambda b: b.close())
+    def close(self, status: str = "FINISHED") -> None:
+        """``status``: FINISHED, or FAILED when the command stopped on an error."""
+        self._each("close", lambda b: b.close(status))
 
 
 _ACTIVE = Tracking()
@@ -236,15 +239,18 @@ def tracking(run_dir: Path, report_to: list[str], params: dict) -> Iterator[Trac
             opened.backends.append(backend)
         except Exception as error:  # noqa: BLE001
             log.warning("%s could not start (%s); the run goes on without it", name, error)
+    opened.save_state = lambda: write_json_atomic(state_path, state)  # now: a killed run resumes the same ids
+    opened.save_state()
     _ACTIVE = opened
+    status = "FAILED"
     try:
         yield opened
         opened.images()  # the command finished: its plots are made
+        status = "FINISHED"
     finally:
-        opened.close()
+        opened.close(status)
         _ACTIVE = Tracking()
-        if report_to:
-            write_json_atomic(state_path, state)
+        opened.save_state()
 
 
 @contextmanager
