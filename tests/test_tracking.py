@@ -198,3 +198,24 @@ def test_the_run_ids_are_saved_at_once_so_a_killed_run_resumes_the_same_tracker_
     with mlflow_store(tmp_path / "runs") as db:
         assert db.execute("select run_uuid, status from runs").fetchall() == [(first, "FINISHED")]
         assert sorted(db.execute("select step, value from metrics where key = 'x'")) == [(1, 1.0), (2, 2.0)]
+
+
+def test_a_tuned_generator_copied_from_the_cache_still_reports_its_rl_steps(tiny_tune_overrides, tmp_path, monkeypatch):
+    """reuse: true copies a kept tuning (no RL runs): its RL log and completions go to the trackers all the same,
+    and report_to is no part of the kept tuning's key."""
+    from hardcse.art.config import TuneConfig
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.tracking.run import tracking
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    overrides = [*tiny_tune_overrides, "generator.max_new_tokens=8", "rl.steps=2", "rl.save_every=1", "reuse=true"]
+    tune_generator(load_config(TuneConfig, overrides=overrides), tmp_path / "w1", tmp_path / "g1")
+    run = tmp_path / "run"
+    run.mkdir()
+    with tracking(run, ["tensorboard"], {}):
+        tune_generator(
+            load_config(TuneConfig, overrides=[*overrides, "report_to=[tensorboard]"]), run / "rl", run / "g"
+        )
+    assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 1  # copied, not tuned again
+    own = scalars(run / "tensorboard" / "run")
+    assert own["rl/reward"] == [1, 2] and own["rl/completions/text_summary"] == [1, 2]

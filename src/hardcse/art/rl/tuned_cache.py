@@ -42,7 +42,8 @@ from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
 
 CACHE_FORMAT = 2  # bump when what a cached tuned generator holds changes
-NOT_READ_BY_RL = ("filter", "decontamination", "anchors", "encoder", "discriminator", "reuse")  # or keyed by files
+# settings RL does not read (or that are keyed by their files); report_to: how the run is watched
+NOT_READ_BY_RL = ("filter", "decontamination", "anchors", "encoder", "discriminator", "reuse", "report_to")
 ENTRY = re.compile(r"steps-(\d+)-[0-9a-f]+")
 
 

@@ -38,7 +38,7 @@ from hardcse.art.rl.tuned_cache import (
 )
 from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.atomic import recover_dir, replace_dir, write_text_atomic
-from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log
+from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl, read_jsonl_log
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.distributed import is_main, mean_over_ranks, rank, rank_block, run_on_main, world_size
 from hardcse.encoder.build import load_encoder
@@ -146,6 +146,8 @@ def tune_generator(
     if kept is not None and is_cached(kept):  # tuned before on this machine from the same inputs
         log.info("the tuned generator of these inputs was kept in %s: copied, no RL", kept)
         run_on_main(lambda: copy_generator(kept, final))
+        if is_main():
+            report_kept_logs(final, active().job(out_dir))
         return final
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
     reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
@@ -198,6 +200,18 @@ def tune_generator(
     if kept is not None:
         run_on_main(lambda: keep_generator(final, kept))
     return final
+
+
+def report_kept_logs(generator_dir: Path, prefix: str) -> None:
+    """A copied tuned generator's RL log and completions to the run's trackers, as if its steps had run here."""
+    tracking = active()
+    if not tracking:
+        return
+    for row in read_jsonl(generator_dir / RL_LOG):
+        tracking.metrics(row, row["step"], prefix=prefix)
+    completions = read_jsonl(generator_dir / COMPLETIONS) if (generator_dir / COMPLETIONS).is_file() else []
+    for step in sorted({row["step"] for row in completions}):
+        tracking.table(f"{prefix}/completions", [row for row in completions if row["step"] == step], step)
 
 
 RANK_SEED_STRIDE = 1_000_003  # rank r samples from seed + step + r * stride (rank 0: the one-process stream)
