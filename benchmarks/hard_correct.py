@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from art_rounds import HELDOUT, NLI_MODELS, heldout_rows, nli_model, run, write_record
+from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
@@ -97,6 +98,27 @@ def data_rows(records: list[Path]) -> list[str]:
     return lines
 
 
+def heldout_detail_rows(records: list[Path]) -> list[str]:
+    """Per recorded run that tuned: the held-out tuned - raw generator of issue 41's measures (correctness per kind,
+    the cosine of judged-correct answers, the shortcuts; hardcse/art/analysis/heldout.py), where its round has them."""
+    lines = [
+        "Held-out, tuned - raw generator (300 anchors; paired 95% intervals):",
+        "",
+        "| run | " + " | ".join(SHORTCUT_AND_DIFFICULTY) + " |",
+        "|---|" + "---:|" * len(SHORTCUT_AND_DIFFICULTY),
+    ]
+    for record in records:
+        held = dict(heldout_rows(record)).get("round_1")
+        if held is None or SHORTCUT_AND_DIFFICULTY[0] not in held:
+            continue
+        cells = [
+            interval_cell(Interval(**held[k]["difference"]), digits=3) if held[k] else "-"
+            for k in SHORTCUT_AND_DIFFICULTY
+        ]
+        lines.append(f"| {record.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs-dir", default="runs")
@@ -161,6 +183,8 @@ def main() -> None:
         recorded_runs({f.parent.parent.name: f.parent.parent for f in files}),  # the runs' own, not today's
         "",
         *data_rows([f.parent.parent for f in files]),
+        "",
+        *heldout_detail_rows([f.parent.parent for f in files]),
         "",
         (assay / "assay.md").read_text(encoding="utf-8"),
     ]

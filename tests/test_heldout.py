@@ -82,3 +82,37 @@ def test_compare_pairs_the_same_anchors(tiny_encoder):
     assert "| reward | -0.483 [" in table and " * |" in table and "| judged_correct |" in table
     with pytest.raises(ValueError, match="same anchors"):
         compare(RAW, TUNED[::-1], None, tiny_encoder)
+
+
+def test_correctness_per_kind_difficulty_of_correct_answers_and_shortcuts_by_hand(tiny_encoder):
+    from hardcse.art.config import GeneratorConfig
+
+    generator = GeneratorConfig(
+        few_shot=[
+            {
+                "anchor": "The committee approved the new budget.",
+                "positive": "The new budget was approved by the committee.",
+                "negative": "The committee rejected the new budget.",
+            }
+        ]
+    )
+    x = "the gentle old man reads a long book in the garden"
+    records = [
+        # a deletion positive judged entailment ("ent" in gentle); a negative that adds "not", judged contradiction
+        record(x, "the gentle man reads a book in the garden", "the old man does not read a long book con", (0, 0)),
+        # a positive judged neutral (wrong); a negative with the demonstration's "rejected", judged neutral
+        record(x, "an old man is reading in a garden", "the old man rejected the long book in the garden", (0, 0)),
+        record(x, None, None, (-1.0, -1.0)),
+    ]
+    m = per_anchor(records, KeywordJudge(), tiny_encoder, generator=generator)
+    assert m["positive_judged"][:2].tolist() == [1.0, 0.0] and np.isnan(m["positive_judged"][2])
+    assert m["negative_judged"][:2].tolist() == [1.0, 0.0]
+    # the difficulty of correct answers: the cosine where the judge agrees, undefined elsewhere
+    assert m["positive_cosine_judged"][0] == pytest.approx(m["positive_cosine"][0])
+    assert np.isnan(m["positive_cosine_judged"][1:]).all() and np.isnan(m["negative_cosine_judged"][1:]).all()
+    assert m["negative_cosine_judged"][0] == pytest.approx(m["negative_cosine"][0])
+    assert m["positive_deletion"][:2].tolist() == [1.0, 0.0] and np.isnan(m["positive_deletion"][2])
+    assert m["negative_added_negation"][:2].tolist() == [1.0, 0.0]
+    assert m["negative_leak"][:2].tolist() == [0.0, 1.0] and m["positive_leak"][:2].tolist() == [0.0, 0.0]
+    assert np.isnan(per_anchor(records, KeywordJudge(), tiny_encoder)["negative_leak"]).all()  # no prompts known
+    assert np.isnan(per_anchor(records, None, tiny_encoder)["positive_judged"]).all()  # no judge: undefined

@@ -7,6 +7,14 @@ Per anchor (its positive and its negative together):
     judged_correct  share of the parsed responses the independent judge labels as asked (entailment for the
                     positive, contradiction for the negative); undefined when none parsed or no judge
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
+    KIND_judged     1 when the judge labels the parsed KIND (positive, negative) as asked, else 0; undefined
+                    when it was rejected or there is no judge
+    KIND_cosine_judged  its cosine where the judge labels it as asked: the difficulty of correct answers (a
+                    harder positive is further from its anchor, a harder negative closer); undefined elsewhere
+    positive_deletion       1 when the parsed positive is a deletion of its anchor (hardcse/art/reward/shortcuts.py)
+    negative_added_negation 1 when the parsed negative adds a negation word its anchor lacks
+    KIND_leak       1 when the parsed KIND uses a word of the demonstration(s) its prompt showed (with the
+                    generator's config; undefined without one)
     reward_parsed   mean reward of the parsed responses only: the reward with format set aside
     p_target_parsed mean P(target) (the reward's discriminator) of the parsed responses
     NAME_parsed     for each term of the reward (hardcse/art/reward/dual.py: r1 and r2 of the dual reward, then the
@@ -26,8 +34,10 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.art.config import ArtRunConfig
+from hardcse.art.config import ArtRunConfig, GeneratorConfig
+from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.dual import TARGET_LABEL, Reward
+from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.data.jsonl import read_jsonl
@@ -50,7 +60,21 @@ def measures(terms: Sequence[str] = DUAL_TERMS) -> list[str]:
         "judged_correct",
         "positive_cosine",
         "negative_cosine",
+        *SHORTCUT_AND_DIFFICULTY,
     ]
+
+
+# issue 41: correctness per kind, the difficulty of correct answers, and the shortcuts
+SHORTCUT_AND_DIFFICULTY = (
+    "positive_judged",
+    "negative_judged",
+    "positive_cosine_judged",
+    "negative_cosine_judged",
+    "positive_deletion",
+    "negative_added_negation",
+    "positive_leak",
+    "negative_leak",
+)
 
 
 def per_anchor(
@@ -58,9 +82,10 @@ def per_anchor(
     judge: NLIDiscriminator | None,
     encoder: SentenceTransformer,
     terms: Sequence[str] = DUAL_TERMS,
+    generator: GeneratorConfig | None = None,
 ) -> dict[str, np.ndarray]:
-    """The measures of ``synthetic.jsonl`` records (scored by a reward of ``terms``), one value per anchor (NaN =
-    undefined)."""
+    """The measures of ``synthetic.jsonl`` records (scored by a reward of ``terms``; written from the prompts of
+    ``generator``), one value per anchor (NaN = undefined)."""
     n = len(records)
     out = {
         "reward": np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in records], dtype=np.float64),
@@ -78,6 +103,20 @@ def per_anchor(
             if judge is not None:
                 correct[rows, k] = judge.predict_proba(anchors, outputs).argmax(axis=1) == target
         out[f"{kind}_cosine"] = cosine
+        judged = np.where(parsed[:, k] & (judge is not None), correct[:, k], np.nan)
+        out[f"{kind}_judged"] = judged
+        out[f"{kind}_cosine_judged"] = np.where(judged == 1, cosine, np.nan)
+        out[f"{kind}_leak"] = np.full(n, np.nan)
+        if generator is not None and generator.few_shot:
+            for i in rows:
+                x, y = records[i]["anchor"], records[i][kind]
+                out[f"{kind}_leak"][i] = bool(leaked_words(x, y, shown_demonstrations(x, kind, generator), kind))
+    out["positive_deletion"] = np.array(
+        [np.nan if r["positive"] is None else float(is_deletion(r["anchor"], r["positive"])) for r in records]
+    )
+    out["negative_added_negation"] = np.array(
+        [np.nan if r["negative"] is None else float(bool(added_negations(r["anchor"], r["negative"]))) for r in records]
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
@@ -107,11 +146,13 @@ def compare(
     judge: NLIDiscriminator | None,
     encoder: SentenceTransformer,
     terms: Sequence[str] = DUAL_TERMS,
+    generator: GeneratorConfig | None = None,
 ) -> dict:
-    """Each measure: raw and tuned means with their intervals, and tuned - raw with its paired interval."""
+    """Each measure: raw and tuned means with their intervals, and tuned - raw with its paired interval (both sides
+    prompted with ``generator``'s demonstrations)."""
     if [r["anchor"] for r in raw] != [r["anchor"] for r in tuned]:
         raise ValueError("the raw and the tuned records must be for the same anchors in the same order")
-    a, b = per_anchor(raw, judge, encoder, terms), per_anchor(tuned, judge, encoder, terms)
+    a, b = per_anchor(raw, judge, encoder, terms, generator), per_anchor(tuned, judge, encoder, terms, generator)
     result: dict = {"anchors": len(raw), "measures": measures(terms)}
     for name in result["measures"]:
         if not np.isfinite(a[name]).any() and not np.isfinite(b[name]).any():
@@ -184,5 +225,6 @@ def held_out_comparison(
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     cosine_encoder = load_encoder(config.encoder, config.pooling, device=config.device)
-    result = compare(records["raw"], records["tuned"], judge, cosine_encoder, [t.name for t in reward.terms])
+    terms = [t.name for t in reward.terms]
+    result = compare(records["raw"], records["tuned"], judge, cosine_encoder, terms, config.generator)
     return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}
