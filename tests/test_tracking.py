@@ -202,7 +202,7 @@ def test_the_run_ids_are_saved_at_once_so_a_killed_run_resumes_the_same_tracker_
 
 def test_a_tuned_generator_copied_from_the_cache_still_reports_its_rl_steps(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true copies a kept tuning (no RL runs): its RL log and completions go to the trackers all the same,
-    and report_to is no part of the kept tuning's key."""
+    and report_to is no part of the kept tuning's key; a longer tuning that continues a kept one reports both."""
     from hardcse.art.config import TuneConfig
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.tracking.run import tracking
@@ -219,3 +219,40 @@ def test_a_tuned_generator_copied_from_the_cache_still_reports_its_rl_steps(tiny
     assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 1  # copied, not tuned again
     own = scalars(run / "tensorboard" / "run")
     assert own["rl/reward"] == [1, 2] and own["rl/completions/text_summary"] == [1, 2]
+    # a longer tuning continues from the kept 2 steps: their curves, then its third step's
+    longer = tmp_path / "longer"
+    longer.mkdir()
+    with tracking(longer, ["tensorboard"], {}):
+        tune_generator(load_config(TuneConfig, overrides=[*overrides, "rl.steps=3"]), longer / "rl", longer / "g")
+    assert scalars(longer / "tensorboard" / "run")["rl/reward"] == [1, 2, 3]
+
+
+def test_mlflow_telemetry_is_off_unless_the_user_turns_it_on():
+    import os
+
+    import hardcse  # noqa: F401 - importing it sets the default
+
+    assert os.environ["MLFLOW_DISABLE_TELEMETRY"] == "true" and os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
+    from mlflow.telemetry.utils import is_telemetry_disabled
+
+    assert is_telemetry_disabled()
+
+
+def test_a_stage_reports_its_json_or_its_folders_eval_json_and_rounds_make_a_curve(tmp_path, monkeypatch):
+    import json
+
+    import hardcse.tracking.run as run_module
+    from hardcse.run_folder import report_stage
+
+    recording = Recording()
+    monkeypatch.setattr(run_module, "_ACTIVE", Tracking(tmp_path, [recording]))
+    (tmp_path / "seed-1").mkdir()
+    (tmp_path / "seed-1" / "eval.json").write_text(json.dumps({"scores": {"STS-B-dev": 80.5}, "pairs": [1, 2]}))
+    (tmp_path / "eval.json").write_text(json.dumps({"scores": {"STS-B": 81.0}}))
+    report_stage("a.seed-1", tmp_path / "seed-1")
+    report_stage("round_2.eval", tmp_path / "eval.json")
+    report_stage("model", tmp_path / "nothing-here")
+    assert recording.seen == [
+        ({"a.seed-1/scores/STS-B-dev": 80.5}, 0),
+        ({"rounds/eval/scores/STS-B": 81.0}, 2),
+    ]

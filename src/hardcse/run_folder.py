@@ -240,11 +240,14 @@ class RunFolder:
 
 
 def report_stage(name: str, output: Path) -> None:
-    """A finished stage's numbers to the trackers, if the run reports to any: a JSON output's numbers under the
-    stage's name; a round's stage (``round_R.NAME``) under ``rounds/NAME`` at step R, so rounds make a curve."""
+    """A finished stage's numbers to the trackers, if the run reports to any: a JSON output's (a folder output's
+    ``eval.json``) numbers under the stage's name; a round's stage (``round_R.NAME``) under ``rounds/NAME`` at step
+    R, so rounds make a curve."""
     from hardcse.tracking.run import active
 
     tracking = active()
+    if output.is_dir():  # a folder stage (an assay's seed, a trained model): its eval.json, if it has one
+        output = output / "eval.json"
     if not tracking or output.suffix != ".json" or not output.is_file():
         return
     values = json.loads(output.read_text(encoding="utf-8"))

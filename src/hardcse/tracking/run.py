@@ -162,6 +162,10 @@ class Tracking:
             except Exception as error:  # noqa: BLE001 - a tracker's failure must not stop the run
                 log.warning("%s failed to %s (%s); the run goes on without it", backend.name, what, error)
                 self.backends.remove(backend)
+                try:  # its run marked failed, its files closed, where it still can
+                    backend.close("FAILED")
+                except Exception:  # noqa: BLE001 - it failed already; nothing more to say
+                    pass
 
     def job(self, folder: str | Path) -> str:
         """A folder of the run as a tracker name: its path in the run folder, without ``.partial``."""

@@ -157,6 +157,8 @@ def tune_generator(
     if prefix is not None:  # its first steps were tuned before on this machine (tuned_cache.py)
         log.info("steps 1-%d of these inputs were kept in %s: RL continues from there", prefix[1], prefix[0])
         run_on_main(lambda: start_from(prefix[0], checkpoint, out_dir))
+        if is_main():
+            report_kept_logs(out_dir, active().job(out_dir))  # the kept steps' curves, then the new steps'
     resuming = saved_state_exists(checkpoint)
     source = str(checkpoint) if resuming else config.generator.model
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
