@@ -136,7 +136,8 @@ def is_finished(folder: Path) -> bool:
 
 
 def write_record(run_dir: Path, record: Path) -> None:
-    """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place)."""
+    """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place), with
+    ``NLI_RECORD``: which NLI models the run used, by their weights' digest."""
     partial = record.with_name(record.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for pattern in RECORD_FILES:
@@ -144,8 +145,34 @@ def write_record(run_dir: Path, record: Path) -> None:
             target = partial / path.relative_to(run_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
+    write_nli_record(partial)
     shutil.rmtree(record, ignore_errors=True)
     partial.rename(record)
+
+
+NLI_RECORD = "nli_models.json"
+
+
+def write_nli_record(record: Path) -> None:
+    """``record/NLI_RECORD``: the discriminator and judge of the record's config, each by the SHA-256 of its model
+    folder's files (runs from several sessions are comparable only where these agree: a model trained again, on
+    another machine or code, may differ)."""
+    import hashlib
+
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.fingerprint import files_digest
+
+    config = load_config(ArtRunConfig, record / "config.yaml")
+    models = {}
+    for role, source in (("discriminator", config.discriminator), ("judge", config.judge)):
+        folder = Path(source) / "model" if source and (Path(source) / "model").is_dir() else Path(source or "")
+        if not source or not folder.is_dir():
+            models[role] = {"source": source, "sha256": None}
+            continue
+        digest = hashlib.sha256()
+        files_digest(folder, digest)
+        models[role] = {"source": source, "sha256": digest.hexdigest()}
+    (record / NLI_RECORD).write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
 
 
 def minutes(run_dir: Path) -> float:

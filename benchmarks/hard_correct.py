@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from art_rounds import HELDOUT, NLI_MODELS, heldout_rows, nli_model, run, write_record
+from art_rounds import HELDOUT, NLI_MODELS, NLI_RECORD, heldout_rows, nli_model, run, write_record
 from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
@@ -96,6 +96,22 @@ def data_rows(records: list[Path]) -> list[str]:
         cells += [interval_cell(Interval(**held[k]["difference"]), digits=3) if held else "-" for k in HELDOUT]
         lines.append(f"| {record.name} | {len(triplets)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def nli_line(records: list[Path]) -> str:
+    """Which NLI models the runs used (their records' NLI_RECORD): one pair for all, or each run's."""
+    used = {}
+    for record in records:
+        path = record / NLI_RECORD
+        models = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        used[record.name] = (
+            "not recorded"
+            if models is None
+            else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
+        )
+    if len(set(used.values())) == 1:
+        return f"NLI models of every run (SHA-256 of their weights): {next(iter(used.values()))}."
+    return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
 
 
 def heldout_detail_rows(records: list[Path]) -> list[str]:
@@ -181,6 +197,7 @@ def main() -> None:
         f" ({machine_line()}).",
         "",
         recorded_runs({f.parent.parent.name: f.parent.parent for f in files}),  # the runs' own, not today's
+        nli_line([f.parent.parent for f in files]),
         "",
         *data_rows([f.parent.parent for f in files]),
         "",
