@@ -143,6 +143,12 @@ def main() -> None:
     parser.add_argument("--train-seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5], help="assay seeds")
     parser.add_argument("--skip-runs", action="store_true", help="only the assay and tables, from the records")
     parser.add_argument("--check", action="store_true", help="build every variant's config and stop")
+    parser.add_argument(
+        "--linked-nli",
+        action="store_true",
+        help="use runs/nli-minilm and runs/nli-judge as linked, without training them for this code's cache key "
+        "(the records name their weights' digests: runs compare only where those agree)",
+    )
     parser.add_argument("--records", type=Path, default=RECORDS, help=argparse.SUPPRESS)  # tables of other records
     args = parser.parse_args()
     if args.check:
@@ -152,6 +158,9 @@ def main() -> None:
     names = args.only or list(VARIANTS)
     if not args.skip_runs:
         for name, config in NLI_MODELS.items():
+            if args.linked_nli and (runs_dir / name).is_dir():
+                print(f"NLI model as linked: {runs_dir / name} (its digest goes into each record)", flush=True)
+                continue
             nli_model(runs_dir, name, config)
         for name in names:
             for seed in args.seeds:
