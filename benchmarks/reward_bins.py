@@ -11,6 +11,7 @@ Writes benchmarks/results/reward_bins.md (per kind and cosine bin: the count, th
 share the judge calls the target, and each variant's mean reward) and reward_bins.png.
 """
 
+import hashlib
 import json
 import sys
 from datetime import date
@@ -31,6 +32,7 @@ from hardcse.art.reward.dual import Reward  # noqa: E402
 from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
+from hardcse.fingerprint import files_digest  # noqa: E402
 from hardcse.machine import machine_record  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -67,6 +69,11 @@ def main() -> None:
         parts = Reward(discriminator, encoder, config.reward)(anchors, parsed, kinds)
         tables[name] = reward_by_cosine_bin(parts, kinds, judge_probs)
     bins = tables["paper"]  # the count, P(target) and the judge's verdicts are the same under every variant
+    digests = {}
+    for model in ("nli-minilm", "nli-judge"):
+        digest = hashlib.sha256()
+        files_digest(runs / model / "model", digest)
+        digests[model] = digest.hexdigest()[:12]
     machine = machine_record()
     lines = [
         "# What each reward pays for: the recorded RL completions by cosine bin (issue 41)",
@@ -77,7 +84,9 @@ def main() -> None:
         "every reward variant with the runs' discriminator (runs/nli-minilm) and the bundled encoder (round 1's), "
         "and judged by runs/nli-judge. P(target): the discriminator's P(entailment) for a positive, "
         "P(contradiction) for a negative; judged correct: the judge's predicted label is the target. The variants "
-        "are benchmarks/hard_correct.py's (paper: cpu-full.yaml's reward).",
+        "are benchmarks/hard_correct.py's (paper: cpu-full.yaml's reward). NLI models by the SHA-256 of their "
+        f"weights: discriminator {digests['nli-minilm']}, judge {digests['nli-judge']} (as in hard_correct's "
+        "records' nli_models.json).",
         "",
         "| kind | cosine | n | P(target) | judged correct | " + " | ".join(REWARD_VARIANTS) + " |",
         "|---|---|---:|---:|---:|" + "---:|" * len(REWARD_VARIANTS),
