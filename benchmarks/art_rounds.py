@@ -157,22 +157,28 @@ def write_nli_record(record: Path) -> None:
     """``record/NLI_RECORD``: the discriminator and judge of the record's config, each by the SHA-256 of its model
     folder's files (runs from several sessions are comparable only where these agree: a model trained again, on
     another machine or code, may differ)."""
-    import hashlib
-
     from hardcse.art.config import ArtRunConfig
-    from hardcse.fingerprint import files_digest
 
     config = load_config(ArtRunConfig, record / "config.yaml")
-    models = {}
-    for role, source in (("discriminator", config.discriminator), ("judge", config.judge)):
-        folder = Path(source) / "model" if source and (Path(source) / "model").is_dir() else Path(source or "")
-        if not source or not folder.is_dir():
-            models[role] = {"source": source, "sha256": None}
-            continue
-        digest = hashlib.sha256()
-        files_digest(folder, digest)
-        models[role] = {"source": source, "sha256": digest.hexdigest()}
+    models = {
+        role: {"source": source, "sha256": model_digest(source)}
+        for role, source in (("discriminator", config.discriminator), ("judge", config.judge))
+    }
     (record / NLI_RECORD).write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
+
+
+def model_digest(source: str | None) -> str | None:
+    """The SHA-256 of a model folder's files (``source/model`` for a run folder); None where there is none."""
+    import hashlib
+
+    from hardcse.fingerprint import files_digest
+
+    folder = Path(source) / "model" if source and (Path(source) / "model").is_dir() else Path(source or "")
+    if not source or not folder.is_dir():
+        return None
+    digest = hashlib.sha256()
+    files_digest(folder, digest)
+    return digest.hexdigest()
 
 
 def minutes(run_dir: Path) -> float:

@@ -11,10 +11,8 @@ Writes benchmarks/results/reward_bins.md (per kind and cosine bin: the count, th
 share the judge calls the target, and each variant's mean reward) and reward_bins.png.
 """
 
-import hashlib
 import json
 import sys
-from datetime import date
 from pathlib import Path
 
 import matplotlib
@@ -23,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from art_rounds import RECORDS  # noqa: E402
+from art_rounds import RECORDS, model_digest  # noqa: E402
 from hard_correct import VARIANTS, overrides  # noqa: E402
 from hardcse.art.analysis.reward_bins import reward_by_cosine_bin  # noqa: E402
 from hardcse.art.config import ArtRunConfig  # noqa: E402
@@ -32,8 +30,7 @@ from hardcse.art.reward.dual import Reward  # noqa: E402
 from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
-from hardcse.fingerprint import files_digest  # noqa: E402
-from hardcse.machine import machine_record  # noqa: E402
+from machine_line import machine_line  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard-correct")
@@ -69,17 +66,12 @@ def main() -> None:
         parts = Reward(discriminator, encoder, config.reward)(anchors, parsed, kinds)
         tables[name] = reward_by_cosine_bin(parts, kinds, judge_probs)
     bins = tables["paper"]  # the count, P(target) and the judge's verdicts are the same under every variant
-    digests = {}
-    for model in ("nli-minilm", "nli-judge"):
-        digest = hashlib.sha256()
-        files_digest(runs / model / "model", digest)
-        digests[model] = digest.hexdigest()[:12]
-    machine = machine_record()
+    digests = {model: model_digest(str(runs / model))[:12] for model in ("nli-minilm", "nli-judge")}
     lines = [
         "# What each reward pays for: the recorded RL completions by cosine bin (issue 41)",
         "",
-        f"`python benchmarks/reward_bins.py`, {date.today()}; {machine['cpu']}, {machine['cores']} cores, flags "
-        f"{' '.join(machine['cpu_flags'])}. {len(rows)} parsed answers of the RL completions recorded in "
+        f"`python benchmarks/reward_bins.py`. {machine_line()} {len(rows)} parsed answers of the RL completions "
+        "recorded in "
         "benchmarks/results/art_rounds/records (raw and tuned generators, PPO and GRPO, rounds 1-3), each scored by "
         "every reward variant with the runs' discriminator (runs/nli-minilm) and the bundled encoder (round 1's), "
         "and judged by runs/nli-judge. P(target): the discriminator's P(entailment) for a positive, "

@@ -34,10 +34,9 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from hardcse.art.analysis.judge import shortcut_flags
 from hardcse.art.config import ArtRunConfig, GeneratorConfig
-from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.dual import TARGET_LABEL, Reward
-from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.data.jsonl import read_jsonl
@@ -65,15 +64,13 @@ def measures(terms: Sequence[str] = DUAL_TERMS) -> list[str]:
 
 
 # issue 41: correctness per kind, the difficulty of correct answers, and the shortcuts
+SHORTCUTS = ("positive_deletion", "negative_added_negation", "positive_leak", "negative_leak")  # shortcut_flags'
 SHORTCUT_AND_DIFFICULTY = (
     "positive_judged",
     "negative_judged",
     "positive_cosine_judged",
     "negative_cosine_judged",
-    "positive_deletion",
-    "negative_added_negation",
-    "positive_leak",
-    "negative_leak",
+    *SHORTCUTS,
 )
 
 
@@ -106,17 +103,8 @@ def per_anchor(
         judged = np.where(parsed[:, k] & (judge is not None), correct[:, k], np.nan)
         out[f"{kind}_judged"] = judged
         out[f"{kind}_cosine_judged"] = np.where(judged == 1, cosine, np.nan)
-        out[f"{kind}_leak"] = np.full(n, np.nan)
-        if generator is not None and generator.few_shot:
-            for i in rows:
-                x, y = records[i]["anchor"], records[i][kind]
-                out[f"{kind}_leak"][i] = bool(leaked_words(x, y, shown_demonstrations(x, kind, generator), kind))
-    out["positive_deletion"] = np.array(
-        [np.nan if r["positive"] is None else float(is_deletion(r["anchor"], r["positive"])) for r in records]
-    )
-    out["negative_added_negation"] = np.array(
-        [np.nan if r["negative"] is None else float(bool(added_negations(r["anchor"], r["negative"]))) for r in records]
-    )
+    flags = shortcut_flags(records, generator)  # the leaks undefined without the prompts' demonstrations
+    out |= {name: flags.get(name, np.full(n, np.nan)) for name in SHORTCUTS}
     with np.errstate(invalid="ignore", divide="ignore"):
         judged = correct.sum(axis=1) / parsed.sum(axis=1)
     out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)

@@ -3,6 +3,8 @@ reward's discriminator: accuracy of positives and negatives, mean cosines, parse
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
@@ -29,32 +31,52 @@ def triplet_shortcuts(triplets: list[tuple[str, ...]], generator: GeneratorConfi
     return shortcut_measures([{"anchor": t[0], "positive": t[1], "negative": t[2]} for t in triplets], generator)
 
 
-def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = None) -> dict:
-    """How often the parsed answers take a shortcut (hardcse/art/reward/shortcuts.py): positives that are deletions
-    of their anchor, negatives that add a negation word, answers that copy the shown demonstration's words (with
-    the ``generator`` config that chose them), triplets whose positive is their negative (word overlap >= 0.9), and
-    the mean word overlap of anchor and negative; shares of the parsed answers (of complete triplets for the
-    last two), None where there is none."""
+def shortcut_flags(records: list[dict], generator: GeneratorConfig | None = None) -> dict[str, np.ndarray]:
+    """Per record (anchor, positive, negative; NaN where the answer is missing): 1.0 when its positive is a
+    deletion of its anchor (``positive_deletion``), when its negative adds a negation word
+    (``negative_added_negation``), and, with the ``generator`` config that prompted it (one with demonstrations),
+    when its KIND uses words of the demonstrations its prompt showed (``KIND_leak``); else 0.0."""
 
-    def share(flags: list[bool]) -> float | None:
-        return float(np.mean(flags)) if flags else None
+    def flags(kind: str, shortcut: Callable[[str, str], object]) -> np.ndarray:
+        return np.array([np.nan if r[kind] is None else float(bool(shortcut(r["anchor"], r[kind]))) for r in records])
+
+    out = {
+        "positive_deletion": flags("positive", is_deletion),
+        "negative_added_negation": flags("negative", added_negations),
+    }
+    if generator is not None and generator.few_shot:
+        for kind in ("positive", "negative"):
+            out[f"{kind}_leak"] = flags(
+                kind, lambda x, y, k=kind: leaked_words(x, y, shown_demonstrations(x, k, generator), k)
+            )
+    return out
+
+
+def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = None) -> dict:
+    """How often the parsed answers take a shortcut (hardcse/art/reward/shortcuts.py; :func:`shortcut_flags`):
+    positives that are deletions of their anchor, negatives that add a negation word, answers that copy the shown
+    demonstration's words (with the ``generator`` config that chose them), triplets whose positive is their
+    negative (word overlap >= 0.9), and the mean word overlap of anchor and negative; shares of the parsed answers
+    (of complete triplets for the last two), None where there is none."""
+
+    def share(values: list | np.ndarray) -> float | None:
+        defined = np.asarray(values, dtype=float)
+        defined = defined[np.isfinite(defined)]
+        return float(np.mean(defined)) if len(defined) else None
 
     same = FilterConfig().max_pair_overlap  # the filter's bound for a positive that is its negative
-
-    positives = [(r["anchor"], r["positive"]) for r in records if r["positive"] is not None]
+    flags = shortcut_flags(records, generator)
     negatives = [(r["anchor"], r["negative"]) for r in records if r["negative"] is not None]
     both = [r for r in records if r["positive"] is not None and r["negative"] is not None]
     out = {
-        "positive_deletion_rate": share([is_deletion(x, y) for x, y in positives]),
-        "negative_added_negation_rate": share([bool(added_negations(x, y)) for x, y in negatives]),
+        "positive_deletion_rate": share(flags["positive_deletion"]),
+        "negative_added_negation_rate": share(flags["negative_added_negation"]),
         "positive_is_negative_rate": share([word_overlap(r["positive"], r["negative"]) >= same for r in both]),
         "anchor_negative_overlap": share([word_overlap(x, y) for x, y in negatives]),
     }
-    if generator is not None and generator.few_shot:
-        for kind, pairs in (("positive", positives), ("negative", negatives)):
-            out[f"{kind}_demonstration_leak_rate"] = share(
-                [bool(leaked_words(x, y, shown_demonstrations(x, kind, generator), kind)) for x, y in pairs]
-            )
+    for kind in ("positive", "negative"):
+        if f"{kind}_leak" in flags:
+            out[f"{kind}_demonstration_leak_rate"] = share(flags[f"{kind}_leak"])
     return out
 
 
