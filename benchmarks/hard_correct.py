@@ -8,31 +8,49 @@ anchors; NLI models trained once per machine, as benchmarks/art_rounds.py does),
 config with the overrides below: the paper's reward and the threshold filter of the recorded runs, each option of
 issue 41 alone, all of them (hard-correct.yaml), the raw generator, mined negatives, and generated with mined. A
 finished run leaves a compact record in benchmarks/results/hard_correct/records/NAME-seed-S/ (art_rounds.py's
-RECORD_FILES). Then one `hardcse assay` trains the bundled encoder on each run's first ROWS kept triplets (the same
-number for every variant: the fewest any run kept, at most 270) at every training seed, and
-benchmarks/results/hard_correct.md tables, per variant: the held-out tuned - raw generator (reward, P(target) of
-parsed answers, judge accuracy), the shortcut rates of its kept data (deletions, added negations, demonstration
-leaks, positive = negative), and the assay against the paper's reward, the raw generator and mined negatives
-(STS-B dev to choose, avg7 to report). Not yet run (2026-11-26): the session that built it had no NLI models.
+RECORD_FILES). Once every listed variant is recorded, `hardcse assay` trains the bundled encoder on each run's first
+ROWS kept triplets (the same number for every variant: the fewest any run kept, at most 270) for ASSAY_STEPS steps
+at every training seed, one variant at a time; each evaluation is kept in benchmarks/results/hard_correct/assay/
+(so an interrupted assay, or one continued in another session, redoes only what is missing). Then
+benchmarks/results/hard_correct.md tables, per variant: the shortcut rates of its kept data (deletions, added
+negations, demonstration leaks, positive = negative), the independent judge's verdict on its kept data (the false
+negatives the filter lets through), the held-out tuned - raw generator, and the assay against the paper's reward,
+the raw generator and mined negatives (STS-B dev to choose, avg7 to report), with one sentence per question of
+issue 41 (hard_correct_assay.png: the intervals).
 """
 
 import argparse
+import gzip
 import json
+import shlex
 import sys
+import time
+from datetime import date
 from pathlib import Path
 
-from art_rounds import HELDOUT, NLI_MODELS, NLI_RECORD, heldout_rows, nli_model, run, write_record
-from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
-from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
+from art_rounds import NLI_MODELS, nli_model, run, write_record
+from hard_correct_tables import (
+    answers,
+    assay_pairs,
+    data_rows,
+    heldout_detail_rows,
+    judged_kept,
+    judged_rows,
+    nli_line,
+    variant_of,
+)
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets
-from hardcse.evaluation.compare import interval_cell
-from hardcse.stats import Interval
+from hardcse.evaluation.compare import compare_groups, write_comparison
+from hardcse.evaluation.results import Result
+from hardcse.machine import machine_record
 from machine_line import machine_line, recorded_runs
 
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
+ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json
+ASSAY_STEPS = 9  # as benchmarks/art_assay.py (270 rows at batch 32): fewer kept rows are seen more than once
 ONE_ROUND = ["rounds=1", "triplets_per_round=null"]  # every kept triplet stays in the record; the assay equalises
 POOL = "hard-correct"
 # name -> (config, overrides): one round each; hard-correct.yaml holds the pool of demonstrations
@@ -58,7 +76,6 @@ VARIANTS = {
     "art-mined-negatives": ("art-mined-negatives", []),
     "art-two-negatives": ("art-two-negatives", []),
 }
-REFERENCES = ("paper", "raw-llm", "mined")
 
 
 def overrides(name: str, seed: int) -> list[str]:
@@ -81,58 +98,58 @@ def check() -> None:
         )
 
 
-def data_rows(records: list[Path]) -> list[str]:
-    """Per recorded run: its kept triplets, their shortcut rates (hardcse/art/reward/shortcuts.py; the leak by the
-    run's own demonstrations) and the round's held-out tuned - raw generator (where it tuned one)."""
-    lines = [
-        "| run | kept | " + " | ".join(SHORTCUT_LABELS.values()) + " | " + " | ".join(HELDOUT.values()) + " |",
-        "|---|---:|" + "---:|" * (len(SHORTCUT_LABELS) + len(HELDOUT)),
-    ]
-    for record in records:
-        triplets = read_triplets(record / "round_1" / "triplets.csv")
-        rates = triplet_shortcuts(triplets, load_config(ArtRunConfig, record / "config.yaml").generator)
-        cells = [f"{rates[k]:.3f}" if rates.get(k) is not None else "-" for k in SHORTCUT_LABELS]
-        held = dict(heldout_rows(record)).get("round_1")
-        cells += [interval_cell(Interval(**held[k]["difference"]), digits=3) if held else "-" for k in HELDOUT]
-        lines.append(f"| {record.name} | {len(triplets)} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def nli_line(records: list[Path]) -> str:
-    """Which NLI models the runs used (their records' NLI_RECORD): one pair for all, or each run's."""
-    used = {}
-    for record in records:
-        path = record / NLI_RECORD
-        models = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        used[record.name] = (
-            "not recorded"
-            if models is None
-            else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
+def assay_variant(runs_dir: Path, record: Path, rows: int, train_seeds: list[int]) -> None:
+    """``hardcse assay`` of the record's first ``rows`` kept triplets at the training seeds not yet kept in ASSAY;
+    each evaluation goes there (gzip), with NAME.json: rows, steps, and each assay's command, date, minutes and
+    machine."""
+    meta_path = ASSAY / f"{record.name}.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
+    if meta and (meta["rows"], meta["steps"]) != (rows, ASSAY_STEPS):
+        sys.exit(
+            f"error: {meta_path}: assayed at rows={meta['rows']}, steps={meta['steps']}, now rows={rows}, "
+            f"steps={ASSAY_STEPS}; remove {ASSAY}/{record.name}.* to assay it again (or every variant, to compare)"
         )
-    if len(set(used.values())) == 1:
-        return f"NLI models of every run (SHA-256 of their weights): {next(iter(used.values()))}."
-    return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
+    missing = [t for t in train_seeds if not (ASSAY / f"{record.name}.t{t}.eval.json.gz").is_file()]
+    if not missing:
+        return
+    folder = runs_dir / "hard-correct" / "assay" / f"{record.name}.t{'-'.join(map(str, missing))}"
+    argv = [
+        "assay", "--data", str(record / "round_1" / "triplets.csv"), "--names", record.name,
+        "--seeds", *map(str, missing), "--out", str(folder), f"rows={rows}", f"training.max_steps={ASSAY_STEPS}",
+    ]  # fmt: skip
+    start = time.perf_counter()
+    run([*argv, *(["--resume"] if (folder / "config.yaml").is_file() else [])])
+    ASSAY.mkdir(parents=True, exist_ok=True)
+    for seed in missing:
+        evaluation = (folder / record.name / f"seed-{seed}" / "eval.json").read_bytes()
+        (ASSAY / f"{record.name}.t{seed}.eval.json.gz").write_bytes(gzip.compress(evaluation, mtime=0))
+    meta = meta or {"rows": rows, "steps": ASSAY_STEPS, "assays": []}
+    meta["assays"].append(
+        {
+            "seeds": missing,
+            "command": shlex.join(["hardcse", *argv]),
+            "date": str(date.today()),
+            "minutes": round((time.perf_counter() - start) / 60, 1),
+            "machine": machine_record(),
+        }
+    )
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
 
-def heldout_detail_rows(records: list[Path]) -> list[str]:
-    """Per recorded run that tuned: the held-out tuned - raw generator of issue 41's measures (correctness per kind,
-    the cosine of judged-correct answers, the shortcuts; hardcse/art/analysis/heldout.py), where its round has them."""
-    lines = [
-        "Held-out, tuned - raw generator (300 anchors; paired 95% intervals):",
-        "",
-        "| run | " + " | ".join(SHORTCUT_AND_DIFFICULTY) + " |",
-        "|---|" + "---:|" * len(SHORTCUT_AND_DIFFICULTY),
-    ]
+def assay_groups(records: list[Path], train_seeds: list[int]) -> dict[str, list[Result]]:
+    """Each variant's assayed encoders from ASSAY; a member's seed = generation seed x 100 + training seed."""
+    groups: dict[str, list[Result]] = {}
     for record in records:
-        held = dict(heldout_rows(record)).get("round_1")
-        if held is None or SHORTCUT_AND_DIFFICULTY[0] not in held:
-            continue
-        cells = [
-            interval_cell(Interval(**held[k]["difference"]), digits=3) if held[k] else "-"
-            for k in SHORTCUT_AND_DIFFICULTY
-        ]
-        lines.append(f"| {record.name} | " + " | ".join(cells) + " |")
-    return lines
+        variant, generation = variant_of(record.name)
+        for seed in train_seeds:
+            path = ASSAY / f"{record.name}.t{seed}.eval.json.gz"
+            if not path.is_file():
+                sys.exit(f"error: {path} is missing; run without --skip-runs to assay {record.name}")
+            evaluation = json.loads(gzip.decompress(path.read_bytes()))
+            groups.setdefault(variant, []).append(
+                Result(f"{record.name}.t{seed}", evaluation, {"seed": generation * 100 + seed})
+            )
+    return groups
 
 
 def main() -> None:
@@ -141,7 +158,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=list(VARIANTS), help="these variants (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[42], help="generation seeds (a run each)")
     parser.add_argument("--train-seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5], help="assay seeds")
-    parser.add_argument("--skip-runs", action="store_true", help="only the assay and tables, from the records")
+    parser.add_argument("--skip-runs", action="store_true", help="only the tables, from the records")
     parser.add_argument("--check", action="store_true", help="build every variant's config and stop")
     parser.add_argument(
         "--linked-nli",
@@ -149,70 +166,79 @@ def main() -> None:
         help="use runs/nli-minilm and runs/nli-judge as linked, without training them for this code's cache key "
         "(the records name their weights' digests: runs compare only where those agree)",
     )
-    parser.add_argument("--records", type=Path, default=RECORDS, help=argparse.SUPPRESS)  # tables of other records
     args = parser.parse_args()
     if args.check:
         check()
         return
     runs_dir = Path(args.runs_dir)
     names = args.only or list(VARIANTS)
+    records = [RECORDS / f"{n}-seed-{s}" for n in names for s in args.seeds]
     if not args.skip_runs:
         for name, config in NLI_MODELS.items():
             if args.linked_nli and (runs_dir / name).is_dir():
                 print(f"NLI model as linked: {runs_dir / name} (its digest goes into each record)", flush=True)
                 continue
             nli_model(runs_dir, name, config)
-        for name in names:
-            for seed in args.seeds:
-                record = RECORDS / f"{name}-seed-{seed}"
-                if (record / "round_1" / "triplets.csv").is_file():
-                    print(f"recorded: {record}", flush=True)
-                    continue
-                folder = runs_dir / "hard-correct" / f"{name}-seed-{seed}"
-                resume = ["--resume"] if (folder / "config.yaml").is_file() else []
-                run(
-                    ["art", "run", "--config", VARIANTS[name][0], "--out", str(folder), *resume, *overrides(name, seed)]
-                )
-                write_record(folder, record)
-    recorded = [args.records / f"{n}-seed-{s}" for n in names for s in args.seeds]
-    files = [r / "round_1" / "triplets.csv" for r in recorded if (r / "round_1" / "triplets.csv").is_file()]
-    if not files:
-        sys.exit(f"error: no variant recorded in {RECORDS} yet; run without --skip-runs first")
-    kept = {f.parent.parent.name: sum(1 for _ in f.open(encoding="utf-8")) - 1 for f in files}
+        for record in records:
+            if (record / "round_1" / "triplets.csv").is_file():
+                print(f"recorded: {record}", flush=True)
+                continue
+            name, seed = variant_of(record.name)
+            folder = runs_dir / "hard-correct" / record.name
+            resume = ["--resume"] if (folder / "config.yaml").is_file() else []
+            run(["art", "run", "--config", VARIANTS[name][0], "--out", str(folder), *resume, *overrides(name, seed)])
+            write_record(folder, record)
+    missing = [r for r in records if not (r / "round_1" / "triplets.csv").is_file()]
+    if missing:
+        sys.exit(f"error: not recorded yet: {', '.join(r.name for r in missing)}; run without --skip-runs first")
+    kept = {r.name: len(read_triplets(r / "round_1" / "triplets.csv")) for r in records}
     rows = min(270, *kept.values())
     print(json.dumps({"kept": kept, "rows": rows}), flush=True)
-    assay = runs_dir / "hard-correct" / "assay"
-    names_of = [f.parent.parent.name for f in files]
-    run(
+    judged = judged_kept(records, runs_dir / "nli-judge")  # before the assay: a wrong judge fails at once
+    if not args.skip_runs:
+        for record in records:
+            assay_variant(runs_dir, record, rows, args.train_seeds)
+    groups = assay_groups(records, args.train_seeds)
+    comparison = compare_groups(groups, assay_pairs(list(groups)))
+    assays = [a for r in records for a in json.loads((ASSAY / f"{r.name}.json").read_text("utf-8"))["assays"]]
+    stem = RESULTS / "hard_correct_assay"
+    command = shlex.join(
+        ["python", "benchmarks/hard_correct.py", "--linked-nli", "--only", *names, "--seeds", *map(str, args.seeds)]
+        + ["--train-seeds", *map(str, args.train_seeds)]
+    )
+    assay_markdown = write_comparison(
+        comparison,
+        stem,
+        "The assay of every variant's kept data (issue 41)",
+        f"{command} --skip-runs",
         [
-            "assay",
-            "--data",
-            *map(str, files),
-            "--names",
-            *names_of,
-            "--seeds",
-            *map(str, args.train_seeds),
-            "--out",
-            str(assay),
-            f"rows={rows}",
-            *(["--resume"] if (assay / "config.yaml").is_file() else []),
-        ]
+            f"Each run's first {rows} kept triplets, {ASSAY_STEPS} steps at batch 32 (configs/assay.yaml otherwise), "
+            f"training seeds {', '.join(map(str, args.train_seeds))}; a member's seed is generation seed x 100 + "
+            f"training seed. The assays ran {sum(a['minutes'] for a in assays):.1f} min in all "
+            f"({'; '.join(sorted({machine_line(a['machine'], a['date']) for a in assays}))}); each one's command: "
+            f"{ASSAY.relative_to(RESULTS.parent.parent)}/NAME.json."
+        ],
     )
     lines = [
         "# Hard and correct: ART's data variants at equal cost (issue 41)",
         "",
-        f"`python benchmarks/hard_correct.py {' '.join(sys.argv[1:])}`. One round a variant (module doc); the assay:"
-        f" each run's first {rows} kept triplets, training seeds {', '.join(map(str, args.train_seeds))}"
-        f" ({machine_line()}).",
+        f"`{command}` (runs, then the assay; add `--skip-runs` to rebuild this page and hard_correct_assay.* from "
+        "the records, which needs runs/nli-judge for the judge's table). One round a variant (module doc).",
         "",
-        recorded_runs({f.parent.parent.name: f.parent.parent for f in files}),  # the runs' own, not today's
-        nli_line([f.parent.parent for f in files]),
+        recorded_runs({r.name: r for r in records}),  # the runs' own, not today's
+        nli_line(records),
         "",
-        *data_rows([f.parent.parent for f in files]),
+        *data_rows(records),
         "",
-        *heldout_detail_rows([f.parent.parent for f in files]),
+        *judged_rows(judged),
         "",
-        (assay / "assay.md").read_text(encoding="utf-8"),
+        *heldout_detail_rows(records),
+        "",
+        *answers(comparison, judged, records),
+        "",
+        "## The assay",
+        "",
+        assay_markdown.split("\n", 2)[2],  # write_comparison's page without its title
     ]
     (RESULTS / "hard_correct.md").write_text("\n".join(lines), encoding="utf-8")
 
