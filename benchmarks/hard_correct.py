@@ -5,8 +5,12 @@
 
 Each variant is one ART round at cpu-full's RL size (25 steps x 16 rollouts, 1,000 synthesis anchors, 300 held-out
 anchors; NLI models trained once per machine, as benchmarks/art_rounds.py does), from cpu-full.yaml or a baseline's
-config with the overrides below: the paper's reward and the threshold filter of the recorded runs, each option of
-issue 41 alone, all of them (hard-correct.yaml), the raw generator, mined negatives, and generated with mined. A
+config with the overrides below: "paper" is the paper's reward with cpu-full's threshold rule (and, since issue 41,
+the filter's guards against an entailed negative and a positive that is its negative, under every rule); then each
+option of issue 41 alone ("r2-gated" is r2 for judged-correct answers only with no alpha_neg cap, one option as
+hard-correct.yaml uses it; "demonstration-pool" draws one of hard-correct.yaml's ten demonstrations per anchor, in
+place of cpu-full's one), hard-correct.yaml (every option but r2_smoothing, moot without the alpha_neg cap), the
+raw generator, mined negatives, and generated with mined. A
 finished run leaves a compact record in benchmarks/results/hard_correct/records/NAME-seed-S/ (art_rounds.py's
 RECORD_FILES). Once every listed variant is recorded, `hardcse assay` trains the bundled encoder on each run's first
 ROWS kept triplets (the same number for every variant: the fewest any run kept, at most 270) for ASSAY_STEPS steps
@@ -16,7 +20,8 @@ benchmarks/results/hard_correct.md tables, per variant: the shortcut rates of it
 negations, demonstration leaks, positive = negative), the independent judge's verdict on its kept data (the false
 negatives the filter lets through), the held-out tuned - raw generator, and the assay against the paper's reward,
 the raw generator and mined negatives (STS-B dev to choose, avg7 to report), with one sentence per question of
-issue 41 (hard_correct_assay.png: the intervals).
+issue 41 (hard_correct_assay.png: the intervals). One generation run a variant: the intervals cover test pairs and
+training seeds, not the spread between generation runs (issue 42 runs several seeds a setting).
 """
 
 import argparse
@@ -214,7 +219,8 @@ def main() -> None:
         [
             f"Each run's first {rows} kept triplets, {ASSAY_STEPS} steps at batch 32 (configs/assay.yaml otherwise), "
             f"training seeds {', '.join(map(str, args.train_seeds))}; a member's seed is generation seed x 100 + "
-            f"training seed. The assays ran {sum(a['minutes'] for a in assays):.1f} min in all "
+            f"training seed. One generation run a variant: the intervals cover the test pairs and training seeds, not "
+            "the spread between generation runs. The assays ran {sum(a['minutes'] for a in assays):.1f} min in all "
             f"({'; '.join(sorted({machine_line(a['machine'], a['date']) for a in assays}))}); each one's command: "
             f"{ASSAY.relative_to(RESULTS.parent.parent)}/NAME.json."
         ],
