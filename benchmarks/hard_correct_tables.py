@@ -16,7 +16,7 @@ from hardcse.config import load_config
 from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
-from hardcse.stats import Interval, bootstrap_mean, paired_bootstrap
+from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
 
 REFERENCES = ("paper", "raw-llm", "mined")  # every variant's assay is compared with these
 REFERENCE_PAIRS = (("raw-llm", "paper"), ("raw-llm", "mined"), ("mined", "paper"))  # (A, B): B - A
@@ -176,7 +176,7 @@ def assay_pairs(variants: list[str]) -> list[tuple[str, str]]:
 
 JUDGED_HELDOUT = ("negative_judged", "negative_cosine_judged", "positive_judged", "positive_cosine_judged")
 GENERATED_AND_MINED = (  # (A, B): what B - A isolates
-    ("mined", "art-mined-negatives", "ART's tuned positives in place of the anchor's dropout twin, mined negatives"),
+    ("mined", "art-mined-negatives", "RL-tuned positives in place of the raw generator's, both with mined negatives"),
     ("art-mined-negatives", "art-two-negatives", "a generated negative that passes the filter added to the mined one"),
     ("mined", "art-two-negatives", "both"),
 )
@@ -233,7 +233,9 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
             continue
         diff = comparison.differences[(a, b)]
         lines.append(
-            f"- {question} {b} - {a} ({what}): STS-B dev {verdict(diff['STS-B-dev'])}, avg7 {verdict(diff['avg7'])}."
+            f"- {question} {b} - {a} ({what}): STS-B dev {verdict(diff['STS-B-dev'])}, avg7 {verdict(diff['avg7'])}; "
+            f"with 80% power this comparison finds a true STS-B dev difference of "
+            f"{detectable_difference(diff['STS-B-dev']):.2f} or more."
         )
     if "mined" in comparison.groups:
         beats = [b for (a, b), d in comparison.differences.items() if a == "mined" and d["STS-B-dev"].low > 0]
