@@ -35,6 +35,8 @@ from pathlib import Path
 
 from art_rounds import NLI_MODELS, nli_model, run, write_record
 from hard_correct_tables import (
+    GUARD_DROPPED,
+    GUARDS,
     answers,
     assay_pairs,
     data_rows,
@@ -46,7 +48,7 @@ from hard_correct_tables import (
 )
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
-from hardcse.data.triplets import read_triplets
+from hardcse.data.triplets import read_triplets, write_triplets
 from hardcse.evaluation.compare import compare_groups, write_comparison
 from hardcse.evaluation.results import Result
 from hardcse.machine import machine_record
@@ -101,6 +103,22 @@ def check() -> None:
             f"terms={[t.fn for t in built.reward.terms]} demonstrations={built.generator.demonstrations} "
             f"negatives={built.negatives}"
         )
+
+
+def write_guard_dropped(run_dir: Path, record: Path) -> None:
+    """``record/GUARD_DROPPED``: the triplets of the run's synthesis that only the filter's guards dropped (an
+    entailed negative, a positive that is its negative: the last checks, so these passed the rule and every format
+    check), in synthesis order: with the kept ones, what the filter kept before the guards (issue 41 item 1)."""
+    synthetic = run_dir / "round_1" / "synthetic.jsonl"
+    if not synthetic.is_file():
+        sys.exit(f"error: {synthetic} is missing: {record} needs its run folder once, to record {GUARD_DROPPED}")
+    dropped = []
+    for line in synthetic.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["drop_reason"] in GUARDS:
+            mined = [row["mined_negative"]] if "mined_negative" in row else []
+            dropped.append((row["anchor"], row["positive"], row["negative"], *mined))
+    write_triplets(record / GUARD_DROPPED, dropped)
 
 
 def assay_variant(runs_dir: Path, record: Path, rows: int, train_seeds: list[int]) -> None:
@@ -185,14 +203,18 @@ def main() -> None:
                 continue
             nli_model(runs_dir, name, config)
         for record in records:
+            folder = runs_dir / "hard-correct" / record.name
             if (record / "round_1" / "triplets.csv").is_file():
                 print(f"recorded: {record}", flush=True)
-                continue
-            name, seed = variant_of(record.name)
-            folder = runs_dir / "hard-correct" / record.name
-            resume = ["--resume"] if (folder / "config.yaml").is_file() else []
-            run(["art", "run", "--config", VARIANTS[name][0], "--out", str(folder), *resume, *overrides(name, seed)])
-            write_record(folder, record)
+            else:
+                name, seed = variant_of(record.name)
+                resume = ["--resume"] if (folder / "config.yaml").is_file() else []
+                run(
+                    ["art", "run", "--config", VARIANTS[name][0], "--out", str(folder), *resume, *overrides(name, seed)]
+                )
+                write_record(folder, record)
+            if not (record / GUARD_DROPPED).is_file():  # records made before this file was: from their run folder
+                write_guard_dropped(folder, record)
     missing = [r for r in records if not (r / "round_1" / "triplets.csv").is_file()]
     if missing:
         sys.exit(f"error: not recorded yet: {', '.join(r.name for r in missing)}; run without --skip-runs first")

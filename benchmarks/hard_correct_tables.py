@@ -16,8 +16,11 @@ from hardcse.config import load_config
 from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
-from hardcse.stats import Interval, bootstrap_mean, paired_bootstrap
+from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
 
+GUARDS = ("negative_entailed", "mined_negative_entailed", "positive_is_negative")  # the filter's last checks
+GUARD_DROPPED = "round_1/guard_dropped.csv"  # a record's triplets that only GUARDS dropped
+UNGUARDED = "+guard-dropped"  # judged-name suffix: a record's kept triplets with those the guards dropped
 REFERENCES = ("paper", "raw-llm", "mined")  # every variant's assay is compared with these
 REFERENCE_PAIRS = (("raw-llm", "paper"), ("raw-llm", "mined"), ("mined", "paper"))  # (A, B): B - A
 
@@ -105,15 +108,22 @@ def judged_kept(records: list[Path], judge_dir: Path) -> Judged:
                 f"({named[:12]}); link that one to {judge_dir}"
             )
     judge = NLIDiscriminator.load(str(judge_dir))
-    judged = {}
-    for record in records:
-        triplets = read_triplets(record / "round_1" / "triplets.csv")
-        judged[record.name] = {}
+
+    def verdicts(triplets: list) -> dict[str, dict[tuple[str, str], float]]:
+        columns = {}
         for column, (kind, label) in JUDGED_KEPT.items():
             pairs = [(t[0], answer) for t in triplets for answer in answers_of(t, kind)]
             probs = judge.predict_proba([p[0] for p in pairs], [p[1] for p in pairs])
             hits = probs.argmax(axis=1) == LABELS.index(label)
-            judged[record.name][column] = {pair: float(hit) for pair, hit in zip(pairs, hits, strict=True)}
+            columns[column] = {pair: float(hit) for pair, hit in zip(pairs, hits, strict=True)}
+        return columns
+
+    judged = {}
+    for record in records:
+        kept = read_triplets(record / "round_1" / "triplets.csv")
+        judged[record.name] = verdicts(kept)
+        if (record / GUARD_DROPPED).is_file() and (dropped := read_triplets(record / GUARD_DROPPED)):
+            judged[record.name + UNGUARDED] = verdicts(kept + dropped)
     return judged
 
 
@@ -137,6 +147,8 @@ def judged_rows(judged: Judged) -> list[str]:
         "|---|" + "---:|" * len(JUDGED_KEPT),
     ]
     for name, columns in judged.items():
+        if name.endswith(UNGUARDED):
+            name = f"{name.removesuffix(UNGUARDED)}, before the guards (kept + {GUARD_DROPPED})"
         lines.append(
             f"| {name} | "
             + " | ".join(percent_cell(bootstrap_mean(np.array(list(v.values())))) for v in columns.values())
@@ -162,8 +174,8 @@ def kept_difference(judged: Judged, a: list[str], b: list[str], column: str) -> 
 
 
 def variant_of(record_name: str) -> tuple[str, int]:
-    """'paper-seed-42' -> ('paper', 42)."""
-    name, _, seed = record_name.rpartition("-seed-")
+    """'paper-seed-42' -> ('paper', 42) (a judged name's UNGUARDED suffix aside)."""
+    name, _, seed = record_name.removesuffix(UNGUARDED).rpartition("-seed-")
     return name, int(seed)
 
 
@@ -176,7 +188,7 @@ def assay_pairs(variants: list[str]) -> list[tuple[str, str]]:
 
 JUDGED_HELDOUT = ("negative_judged", "negative_cosine_judged", "positive_judged", "positive_cosine_judged")
 GENERATED_AND_MINED = (  # (A, B): what B - A isolates
-    ("mined", "art-mined-negatives", "ART's tuned positives in place of the anchor's dropout twin, mined negatives"),
+    ("mined", "art-mined-negatives", "RL-tuned positives in place of the raw generator's, both with mined negatives"),
     ("art-mined-negatives", "art-two-negatives", "a generated negative that passes the filter added to the mined one"),
     ("mined", "art-two-negatives", "both"),
 )
@@ -191,20 +203,32 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
     lines = ["## Answers", ""]
     question = "Does the filter fix remove false negatives?"
     if {"paper", "filter-argmax"} <= of_variant.keys():
-        change = kept_difference(
-            judged,
-            [r.name for r in of_variant["paper"]],
-            [r.name for r in of_variant["filter-argmax"]],
-            "negatives judged entailment % (false negatives)",
-        )
+        paper = [r.name for r in of_variant["paper"]]
+        unguarded = [name + UNGUARDED if name + UNGUARDED in judged else name for name in paper]
+        argmax = [r.name for r in of_variant["filter-argmax"]]
+        false_negatives, correct = "negatives judged entailment % (false negatives)", "negatives judged contradiction %"
         lines.append(
-            f"- {question} The share of kept negatives the judge calls entailed, filter-argmax - paper (the paper's "
-            "argmax rule against cpu-full's threshold rule; both under the paper's reward, both with the new guards "
-            f"against an entailed negative and a positive that is its negative): {verdict(percent(change), 1)} "
-            "percentage points (95% bootstrap over the negatives either kept)."
+            f"- {question} Kept negatives the judge calls entailed, the paper's argmax rule with the guards against "
+            "the recorded threshold rule without them (the paper's reward, the same texts): "
+            f"{verdict(percent(kept_difference(judged, unguarded, argmax, false_negatives)), 1)} percentage points; "
+            "against the threshold rule with the guards: "
+            f"{verdict(percent(kept_difference(judged, paper, argmax, false_negatives)), 1)}. Kept negatives it "
+            "calls contradictions, the same two comparisons: "
+            f"{verdict(percent(kept_difference(judged, unguarded, argmax, correct)), 1)} and "
+            f"{verdict(percent(kept_difference(judged, paper, argmax, correct)), 1)} (95% bootstrap over the negatives "
+            "either side kept)."
         )
     else:
         lines.append(f"- {question} Not measured: needs paper and filter-argmax.")
+    for variant in ("paper", "mined"):
+        kept = [r.name for r in of_variant.get(variant, [])]
+        if kept and all(name + UNGUARDED in judged for name in kept):
+            unguarded = [name + UNGUARDED for name in kept]
+            change = kept_difference(judged, unguarded, kept, "negatives judged entailment % (false negatives)")
+            lines.append(
+                f"- {question} The guards alone, {variant}: kept negatives the judge calls entailed, with - without "
+                f"them: {verdict(percent(change), 1)} percentage points."
+            )
     question = "Does the new reward keep difficulty while RL gains correctness?"
     for variant in ("r2-gated", "hard-correct"):
         paper = {variant_of(r.name)[1]: r for r in of_variant.get("paper", [])}
@@ -233,7 +257,9 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
             continue
         diff = comparison.differences[(a, b)]
         lines.append(
-            f"- {question} {b} - {a} ({what}): STS-B dev {verdict(diff['STS-B-dev'])}, avg7 {verdict(diff['avg7'])}."
+            f"- {question} {b} - {a} ({what}): STS-B dev {verdict(diff['STS-B-dev'])}, avg7 {verdict(diff['avg7'])}; "
+            f"with 80% power this comparison finds a true STS-B dev difference of "
+            f"{detectable_difference(diff['STS-B-dev']):.2f} or more."
         )
     if "mined" in comparison.groups:
         beats = [b for (a, b), d in comparison.differences.items() if a == "mined" and d["STS-B-dev"].low > 0]

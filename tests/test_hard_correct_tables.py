@@ -25,6 +25,7 @@ FALSE_NEGATIVES = "negatives judged entailment % (false negatives)"
 def test_variant_of_splits_at_the_last_seed_marker():
     assert variant_of("paper-seed-42") == ("paper", 42)
     assert variant_of("art-two-negatives-seed-7") == ("art-two-negatives", 7)
+    assert variant_of("paper-seed-42+guard-dropped") == ("paper", 42)  # kept with what the guards dropped
 
 
 def test_answers_of_counts_both_negatives_of_a_two_negative_row():

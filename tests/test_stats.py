@@ -41,3 +41,11 @@ def test_pairing_removes_what_the_items_share():
 def test_mismatched_sides_are_refused():
     with pytest.raises(ValueError, match="same items"):
         paired_bootstrap(np.zeros(3), np.zeros(4))
+
+
+def test_detectable_difference_from_an_intervals_width():
+    from hardcse.stats import Interval, detectable_difference
+
+    # SE 1 (a 95% interval of half-width 1.96): 1.96 + 0.8416 at 80% power; 1.96 + 0 at 50%
+    assert detectable_difference(Interval(0.3, 0.3 - 1.959964, 0.3 + 1.959964, 10)) == pytest.approx(2.801585, abs=1e-5)
+    assert detectable_difference(Interval(0.0, -0.98, 0.98, 10), power=0.5) == pytest.approx(0.98, abs=1e-4)

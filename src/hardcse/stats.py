@@ -98,3 +98,13 @@ def paired_bootstrap(
         "b": _interval(mean(b), draws_b, int(np.isfinite(b).sum()), confidence),
         "difference": _interval(mean(b) - mean(a), draws_b - draws_a, both, confidence),
     }
+
+
+def detectable_difference(interval: Interval, power: float = 0.8, confidence: float = 0.95) -> float:
+    """The smallest true difference a comparison with ``interval``'s spread finds (its interval excludes zero) with
+    probability ``power``: (z_{1-a/2} + z_power) * SE, the standard error read off the interval's width as if it
+    were normal, SE = (high - low) / (2 z_{1-a/2}). Issue 42's "power" of a comparison."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    return (z + float(norm.ppf(power))) * (interval.high - interval.low) / (2 * z)
