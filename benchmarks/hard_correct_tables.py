@@ -37,7 +37,7 @@ def data_rows(records: list[Path]) -> list[str]:
         rates = triplet_shortcuts(triplets, load_config(ArtRunConfig, record / "config.yaml").generator)
         cells = [f"{rates[k]:.3f}" if rates.get(k) is not None else "-" for k in SHORTCUT_LABELS]
         held = held_out(record)
-        cells += [interval_cell(Interval(**held[k]["difference"]), digits=3) if held else "-" for k in HELDOUT]
+        cells += [difference(held, k) if held else "-" for k in HELDOUT]
         lines.append(f"| {record.name} | {len(triplets)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -71,10 +71,7 @@ def heldout_detail_rows(records: list[Path]) -> list[str]:
         held = held_out(record)
         if held is None or SHORTCUT_AND_DIFFICULTY[0] not in held:
             continue
-        cells = [
-            interval_cell(Interval(**held[k]["difference"]), digits=3) if held[k] else "-"
-            for k in SHORTCUT_AND_DIFFICULTY
-        ]
+        cells = [difference(held, k) if held[k] else "-" for k in SHORTCUT_AND_DIFFICULTY]
         lines.append(f"| {record.name} | " + " | ".join(cells) + " |")
     return lines
 
@@ -186,7 +183,13 @@ def assay_pairs(variants: list[str]) -> list[tuple[str, str]]:
     return pairs + [(a, b) for a, b, _ in GENERATED_AND_MINED if (a, b) not in pairs and {a, b} <= set(variants)]
 
 
-JUDGED_HELDOUT = ("negative_judged", "negative_cosine_judged", "positive_judged", "positive_cosine_judged")
+JUDGED_HELDOUT = (
+    "judged_correct",
+    "negative_judged",
+    "negative_cosine_judged",
+    "positive_judged",
+    "positive_cosine_judged",
+)
 GENERATED_AND_MINED = (  # (A, B): what B - A isolates
     ("mined", "art-mined-negatives", "RL-tuned positives in place of the raw generator's, both with mined negatives"),
     ("art-mined-negatives", "art-two-negatives", "a generated negative that passes the filter added to the mined one"),
@@ -238,17 +241,13 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
         if not measured:
             lines.append(f"- {question} Not measured: needs {variant} and paper of one generation seed.")
         for record, held, paper_held in measured:
-            cells = {
-                k: (verdict(Interval(**held[k]["difference"]), 3), verdict(Interval(**paper_held[k]["difference"]), 3))
-                for k in JUDGED_HELDOUT
-            }
+            cell = {k: f"{difference(held, k)} ({difference(paper_held, k)})" for k in JUDGED_HELDOUT}
             lines.append(
-                f"- {question} {record.name}, held-out tuned - raw generator (the paper's reward in brackets; a "
-                "higher cosine is a harder answer): judge accuracy on negatives "
-                f"{cells['negative_judged'][0]} ({cells['negative_judged'][1]}), cosine of judged-correct negatives "
-                f"{cells['negative_cosine_judged'][0]} ({cells['negative_cosine_judged'][1]}); on positives "
-                f"{cells['positive_judged'][0]} ({cells['positive_judged'][1]}), cosine of judged-correct positives "
-                f"{cells['positive_cosine_judged'][0]} ({cells['positive_cosine_judged'][1]})."
+                f"- {question} {record.name}, held-out tuned - raw generator (the paper's reward in brackets; * the "
+                f"interval excludes zero): judge accuracy {cell['judged_correct']}, on negatives "
+                f"{cell['negative_judged']}, on positives {cell['positive_judged']}; the cosine of judged-correct "
+                f"negatives (higher: harder) {cell['negative_cosine_judged']}, of positives "
+                f"{cell['positive_cosine_judged']}."
             )
     question = "Does generation add to mining?"
     for a, b, what in GENERATED_AND_MINED:
@@ -271,6 +270,11 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
             f"Highest STS-B dev mean: {best} ({means[best]:.2f})."
         )
     return lines
+
+
+def difference(held: dict, measure: str) -> str:
+    """A held-out measure's tuned - raw cell (3 decimals, * where its interval excludes zero)."""
+    return interval_cell(Interval(**held[measure]["difference"]), 3)
 
 
 def held_out(record: Path) -> dict | None:
