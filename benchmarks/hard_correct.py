@@ -242,7 +242,7 @@ def main() -> None:
             f"Each run's first {rows} kept triplets, {ASSAY_STEPS} steps at batch 32 (configs/assay.yaml otherwise), "
             f"training seeds {', '.join(map(str, args.train_seeds))}; a member's seed is generation seed x 100 + "
             f"training seed. One generation run a variant: the intervals cover the test pairs and training seeds, not "
-            "the spread between generation runs. The assays ran {sum(a['minutes'] for a in assays):.1f} min in all "
+            f"the spread between generation runs. The assays ran {sum(a['minutes'] for a in assays):.1f} min in all "
             f"({'; '.join(sorted({machine_line(a['machine'], a['date']) for a in assays}))}); each one's command: "
             f"{ASSAY.relative_to(RESULTS.parent.parent)}/NAME.json."
         ],
