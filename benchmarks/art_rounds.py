@@ -167,6 +167,18 @@ def write_nli_record(record: Path) -> None:
     (record / NLI_RECORD).write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
 
 
+def config_changes(config: str, overrides: list[str], record: Path) -> list[str]:
+    """'key: recorded -> built' for each top-level key where ``config`` with ``overrides`` builds another ART
+    config than ``record/config.yaml`` holds (a config file changed since the record ran); [] when they agree."""
+    import dataclasses
+
+    from hardcse.art.config import ArtRunConfig
+
+    built = dataclasses.asdict(load_config(ArtRunConfig, config, overrides))
+    recorded = dataclasses.asdict(load_config(ArtRunConfig, record / "config.yaml"))
+    return [f"{key}: {recorded.get(key)!r} -> {value!r}" for key, value in built.items() if value != recorded.get(key)]
+
+
 def model_digest(source: str | None) -> str | None:
     """The SHA-256 of a model folder's files (``source/model`` for a run folder); None where there is none."""
     import hashlib
@@ -200,6 +212,11 @@ def main() -> None:
             nli_model(runs_dir, name, config)
         for name, seed in names:
             if is_finished(record_dir(name, seed)):
+                if changed := config_changes(RUNS[name], seed_overrides(name, seed), record_dir(name, seed)):
+                    sys.exit(
+                        f"error: {record_dir(name, seed)} ran another config than {RUNS[name]} builds today "
+                        f"({'; '.join(changed)}); remove that record (git rm -r) to run the setting again"
+                    )
                 print(f"recorded: {record_dir(name, seed)}", flush=True)
                 continue
             folder = run_folder(runs_dir, name, seed)

@@ -33,7 +33,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from art_rounds import NLI_MODELS, nli_model, run, write_record
+from art_rounds import NLI_MODELS, config_changes, nli_model, run, write_record
 from hard_correct_tables import (
     GUARD_DROPPED,
     GUARDS,
@@ -60,28 +60,36 @@ ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per tr
 ASSAY_STEPS = 9  # as benchmarks/art_assay.py (270 rows at batch 32): fewer kept rows are seen more than once
 ONE_ROUND = ["rounds=1", "triplets_per_round=null"]  # every kept triplet stays in the record; the assay equalises
 POOL = "hard-correct"
+# cpu-full as these variants ran (2026-11-26): the threshold rule and 1,000 anchors a round. cpu-full has since
+# taken the paper's argmax rule and 1,500 anchors (issue 41's choice), so each variant pins what it ran with
+# (--check compares every built config with its record's)
+AS_RUN = ["synthesis_anchors=1000"]
+BOUNDS = ["filter.min_entailment=0.31", "filter.min_contradiction=0.31"]  # read by the threshold rule only
+THRESHOLD = ["filter.rule=threshold", *BOUNDS]
 # name -> (config, overrides): one round each; hard-correct.yaml holds the pool of demonstrations
 VARIANTS = {
-    "paper": ("cpu-full", []),
-    "filter-argmax": ("cpu-full", ["filter.rule=argmax"]),
+    "paper": ("cpu-full", [*AS_RUN, *THRESHOLD]),
+    "filter-argmax": ("cpu-full", [*AS_RUN, "filter.rule=argmax", *BOUNDS]),
     "demonstration-pool": (
         POOL,
-        ["filter.rule=threshold", "reward.r2_gate=none", "reward.alpha_neg=0.98", "reward.terms=[]"],
+        [*AS_RUN, *THRESHOLD, "reward.r2_gate=none", "reward.alpha_neg=0.98", "reward.terms=[]"],
     ),
-    "r2-gated": ("cpu-full", ["reward.r2_gate=judged", "reward.alpha_neg=1.0"]),
-    "r2-smooth": ("cpu-full", ["reward.r2_smoothing=0.02"]),
+    "r2-gated": ("cpu-full", [*AS_RUN, *THRESHOLD, "reward.r2_gate=judged", "reward.alpha_neg=1.0"]),
+    "r2-smooth": ("cpu-full", [*AS_RUN, *THRESHOLD, "reward.r2_smoothing=0.02"]),
     "shortcut-penalties": (
         "cpu-full",
         [
+            *AS_RUN,
+            *THRESHOLD,
             "reward.terms=[{fn: 'hardcse.art.reward.shortcuts:deletion_positive', weight: -0.3}, "
-            "{fn: 'hardcse.art.reward.shortcuts:cue_word_negative', weight: -0.3}]"
+            "{fn: 'hardcse.art.reward.shortcuts:cue_word_negative', weight: -0.3}]",
         ],
     ),
-    "hard-correct": (POOL, []),
-    "raw-llm": ("baseline-raw-llm", ["synthesis_anchors=1000"]),
-    "mined": ("baseline-mined-negatives", ["synthesis_anchors=1000"]),
-    "art-mined-negatives": ("art-mined-negatives", []),
-    "art-two-negatives": ("art-two-negatives", []),
+    "hard-correct": (POOL, [*AS_RUN, *BOUNDS]),
+    "raw-llm": ("baseline-raw-llm", [*AS_RUN, *THRESHOLD]),
+    "mined": ("baseline-mined-negatives", [*AS_RUN, *THRESHOLD]),
+    "art-mined-negatives": ("art-mined-negatives", [*AS_RUN, *THRESHOLD]),
+    "art-two-negatives": ("art-two-negatives", [*AS_RUN, *THRESHOLD]),
 }
 
 
@@ -95,7 +103,9 @@ def overrides(name: str, seed: int) -> list[str]:
 
 
 def check() -> None:
-    """Every variant's config builds (a mistake in an override fails here, not an hour into a run)."""
+    """Every variant's config builds (a mistake in an override fails here, not an hour into a run), and equals the
+    config its record ran with, where there is one (a config file changed since would run something else)."""
+    differ = []
     for name, (config, _) in VARIANTS.items():
         built = load_config(ArtRunConfig, config, overrides(name, 1))
         print(
@@ -103,6 +113,10 @@ def check() -> None:
             f"terms={[t.fn for t in built.reward.terms]} demonstrations={built.generator.demonstrations} "
             f"negatives={built.negatives}"
         )
+        if (RECORDS / f"{name}-seed-42" / "config.yaml").is_file():
+            differ += [f"{name}: {c}" for c in config_changes(config, overrides(name, 42), RECORDS / f"{name}-seed-42")]
+    if differ:
+        sys.exit("error: variants no longer build the config their record ran with:\n" + "\n".join(differ))
 
 
 def write_guard_dropped(run_dir: Path, record: Path) -> None:
