@@ -192,7 +192,11 @@ JUDGED_HELDOUT = (
 )
 GENERATED_AND_MINED = (  # (A, B): what B - A isolates
     ("mined", "art-mined-negatives", "RL-tuned positives in place of the raw generator's, both with mined negatives"),
-    ("art-mined-negatives", "art-two-negatives", "a generated negative that passes the filter added to the mined one"),
+    (
+        "art-mined-negatives",
+        "art-two-negatives",
+        "a generated negative added to the mined one; the positives are other samples",
+    ),
     ("mined", "art-two-negatives", "both"),
 )
 
