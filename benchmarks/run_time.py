@@ -1,0 +1,83 @@
+"""Issue 42 item 4, first part: where an ART round's time goes, read from the records of runs already made.
+
+    python benchmarks/run_time.py
+
+From benchmarks/results/hard_correct/records/ (one round each at cpu-full's RL size, 1,000 synthesis anchors, 300
+held-out anchors; runs of 2026-11-26, machine in their manifests): each stage's seconds (the run's manifest.json)
+and, for a run that tuned its own generator, the mean seconds of an RL step's parts (round_1/generator/rl_log.jsonl:
+sampling, scoring, the policy's and the reference's forwards, the optimisation). A run that reused a tuned
+generator (reuse: true) shows its copy's seconds for the generator stage. Writes benchmarks/results/run_time.md.
+No run is made: the figures are what those runs logged (they ran one at a time; short table previews and small
+test files ran beside some of them).
+"""
+
+import json
+from pathlib import Path
+
+from machine_line import recorded_runs
+
+RESULTS = Path(__file__).parent / "results"
+RECORDS = RESULTS / "hard_correct" / "records"
+STEP_PARTS = {  # rl_log.jsonl key: what it times
+    "generation_s": "sampling",
+    "scoring_s": "scoring (reward)",
+    "policy_forward_s": "policy forward",
+    "reference_s": "reference forward",
+    "optimisation_s": "optimisation",
+}
+
+
+def stage_seconds(record: Path) -> dict[str, float]:
+    stages = json.loads((record / "manifest.json").read_text(encoding="utf-8"))["stages"]
+    return {name: stage["seconds"] for name, stage in stages.items()}
+
+
+def step_means(record: Path) -> dict[str, float] | None:
+    """Mean seconds of each STEP_PARTS over the RL steps the run logged; None where it logged none."""
+    path = record / "round_1" / "generator" / "rl_log.jsonl"
+    steps = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.is_file() else []
+    steps = [s for s in steps if all(k in s for k in STEP_PARTS)]
+    return {k: sum(s[k] for s in steps) / len(steps) for k in STEP_PARTS} if steps else None
+
+
+def main() -> None:
+    records = sorted(p for p in RECORDS.iterdir() if (p / "manifest.json").is_file())
+    seconds = {r.name: stage_seconds(r) for r in records}
+    stages = list(dict.fromkeys(s for run in seconds.values() for s in run))
+    lines = [
+        "# Where an ART round's time goes (issue 42 item 4)",
+        "",
+        "`python benchmarks/run_time.py`: read from the records of benchmarks/results/hard_correct/records/ (one",
+        "round each at cpu-full's RL size: 25 steps x 16 rollouts, 1,000 synthesis anchors, 300 held-out anchors; no",
+        "run made here; the runs ran one at a time, with short table previews and small test files beside some of",
+        "them, r2-gated's and hard-correct's RL among them: compare the parts' shares across runs more than their",
+        "seconds).",
+        "",
+        recorded_runs({r.name: r for r in records}),
+        "",
+        "Seconds per stage (manifest.json; a reused generator's stage is its copy):",
+        "",
+        "| run | " + " | ".join(stages) + " | total min |",
+        "|---|" + "---:|" * (len(stages) + 1),
+    ]
+    for name, run in seconds.items():
+        cells = [f"{run[s]:.0f}" if s in run else "-" for s in stages]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(run.values()) / 60:.1f} |")
+    lines += [
+        "",
+        "An RL step's parts, mean seconds over the logged steps (rl_log.jsonl; runs that tuned their own generator):",
+        "",
+        "| run | " + " | ".join(STEP_PARTS.values()) + " | step |",
+        "|---|" + "---:|" * (len(STEP_PARTS) + 1),
+    ]
+    for record in records:
+        means = step_means(record)
+        if means and seconds[record.name].get("round_1.generator", 0) > 60:  # not a copy of another run's tuning
+            cells = [f"{means[k]:.2f} ({means[k] / sum(means.values()):.0%})" for k in STEP_PARTS]
+            lines.append(f"| {record.name} | " + " | ".join(cells) + f" | {sum(means.values()):.2f} |")
+    (RESULTS / "run_time.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
