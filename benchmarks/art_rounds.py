@@ -432,13 +432,18 @@ def run_folder(runs_dir: Path, name: str, seed: int) -> Path:
 
 
 def seed_overrides(name: str, seed: int) -> list[str]:
-    """Every ``seed`` key of the config set to ``seed`` (none for the configs' own 42)."""
+    """Every ``seed`` key of the setting's config set to ``seed`` (none for the configs' own 42)."""
+    return config_seed_overrides(RUNS[name], seed)
+
+
+def config_seed_overrides(config: str, seed: int, overrides: list[str] | None = None) -> list[str]:
+    """Every ``seed`` key of ``config`` (with ``overrides``) set to ``seed``; none for the configs' own 42."""
     if seed == DEFAULT_SEED:
         return []
     from hardcse.art.config import ArtRunConfig
 
     # seed_keys names each seed by the block that holds it ("seed" for the top level)
-    keys = seed_keys(load_config(ArtRunConfig, RUNS[name]))
+    keys = seed_keys(load_config(ArtRunConfig, config, overrides or []))
     return [f"{'' if key == 'seed' else key + '.'}seed={seed}" for key in keys]
 
 

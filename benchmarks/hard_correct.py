@@ -33,7 +33,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from art_rounds import NLI_MODELS, config_changes, nli_model, run, write_record
+from art_rounds import NLI_MODELS, config_changes, config_seed_overrides, nli_model, run, write_record
 from hard_correct_tables import (
     GUARD_DROPPED,
     GUARDS,
@@ -95,11 +95,8 @@ VARIANTS = {
 
 def overrides(name: str, seed: int) -> list[str]:
     """The variant's overrides, and every ``seed`` key of its config set to ``seed`` (none for the configs' 42)."""
-    from hardcse.run_folder import seeds as seed_keys
-
     config, extra = VARIANTS[name]
-    keys = seed_keys(load_config(ArtRunConfig, config, [*ONE_ROUND, *extra])) if seed != 42 else {}
-    return [*ONE_ROUND, *extra, *(f"{'' if k == 'seed' else k + '.'}seed={seed}" for k in keys)]
+    return [*ONE_ROUND, *extra, *config_seed_overrides(config, seed, [*ONE_ROUND, *extra])]
 
 
 def check() -> None:

@@ -237,9 +237,9 @@ def answers(comparison: Comparison, judged: Judged, records: list[Path]) -> list
                 f"them: {verdict(percent(change), 1)} percentage points."
             )
     question = "Does the new reward keep difficulty while RL gains correctness?"
+    paper_of_seed = {variant_of(r.name)[1]: r for r in of_variant.get("paper", [])}
     for variant in ("r2-gated", "hard-correct"):
-        paper = {variant_of(r.name)[1]: r for r in of_variant.get("paper", [])}
-        pairs = [(r, paper.get(variant_of(r.name)[1])) for r in of_variant.get(variant, [])]
+        pairs = [(r, paper_of_seed.get(variant_of(r.name)[1])) for r in of_variant.get(variant, [])]
         helds = [(r, held_out(r), held_out(p) if p else None) for r, p in pairs]
         measured = [(r, h, p) for r, h, p in helds if h and p and all(h.get(k) and p.get(k) for k in JUDGED_HELDOUT)]
         if not measured:
