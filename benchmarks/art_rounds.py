@@ -10,15 +10,16 @@ configs/nli-discriminator.yaml --out CACHE/nli/nli-minilm-KEY`, `hardcse nli tra
 the same inputs find the same model again; a second process waits for the first's training) and links
 runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is), then runs (or resumes, or
 with --skip-runs only reads) `hardcse art run --config configs/NAME.yaml --out runs/NAME` for each NAME below, and
-writes benchmarks/results/art_rounds.md: per seed, one `art compare` table with each run's avg7 against its round 0
+writes benchmarks/results/art_evidence.md: per seed, one `art compare` table with each run's avg7 against its round 0
 and against the same seed's raw-LLM baseline (paired bootstrap 95% intervals over test pairs), wall time per run,
-the evidence in two tables and one plot (art_rounds/evidence.png): held-out tuned - raw generator per round (reward,
+the evidence in two tables and one plot (art_evidence/evidence.png): held-out tuned - raw generator per round (reward,
 format, meaning, judge) and each setting's final encoders (the mean over its seeds) against the raw-LLM baseline's
 and cpu-full's, ART's (PPO, GRPO) also against the mined-negative baseline's (avg7 and STS-B dev; test pairs and
 seeds resampled, paired by seed where both ran it), and every run's report (its held-out raw-vs-tuned comparison
-included); plots go to benchmarks/results/art_rounds/.
+included); plots go to benchmarks/results/art_evidence/ (issue 42; issue 28's withdrawn
+records stay in benchmarks/results/art_rounds/ until these replace them).
 Every run is resumable: kill the script and start it again. Each finished run leaves a compact record in the
-repository, benchmarks/results/art_rounds/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
+repository, benchmarks/results/art_evidence/records/NAME-seed-S/ (``RECORD_FILES``: config, manifest, log, every
 round's eval.json with per-pair cosines, held-out comparison, synthesis, measures, training, kept triplets and RL
 log; no weights, no full generations), so evidence outlives a session: a plain run skips what is recorded, and
 ``--skip-runs`` rebuilds every table, report and plot from the records alone. `--seeds` (default 42, the
@@ -56,22 +57,12 @@ RUNS = {
         "cpu-full-grpo",
         BASELINE,
         "baseline-mined-negatives",
+        "art-two-negatives",
         "ablation-no-difficulty",
         "ablation-no-filter",
         "ablation-one-round",
     )
 }
-# issue 40: these records' encoders were trained under the OpenVINO engine before its compiled model followed the
-# weights; every in-run STS-B dev score was the first evaluation's
-WITHDRAWN = [
-    "**Withdrawn (2026-11-26): every figure here but round 1's held-out comparison and synthesis.** Under the"
-    " OpenVINO engine every in-run STS-B dev score of these runs scored the first evaluation's weights (fixed in"
-    " hardcse/encoder/openvino.py): the encoder-training tables show those stale dev values, each round's kept"
-    " checkpoint and handed-on encoder were chosen by noise (the STS rows per round, the final encoders and every"
-    " comparison of them), and rounds 2-3 tuned and wrote against those encoders. The same runs' training data,"
-    " assayed with no selection: [art_assay.md](art_assay.md). The comparison is being redone (issue 42).",
-    "",
-]
 NLI_MODELS = {"nli-minilm": "configs/nli-discriminator.yaml", "nli-judge": "configs/nli-judge.yaml"}
 
 
@@ -108,7 +99,12 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     link.symlink_to(target.resolve(), target_is_directory=True)
 
 
-RECORDS = RESULTS / "art_rounds" / "records"
+# issue 42's evidence: the page art_evidence.md, the records and plots in art_evidence/
+EVIDENCE = RESULTS / "art_evidence"
+RECORDS = EVIDENCE / "records"
+# issue 28's records (their encoder figures withdrawn, issue 40), which benchmarks/reward_bins.py, shortcut_rates.py,
+# art_assay.py and engine_selection.py read until issue 42's replace them
+ISSUE_28_RECORDS = RESULTS / "art_rounds" / "records"
 # what a record keeps of a run folder: what the report and the tables read, no weights, no full generations
 RECORD_FILES = (
     "config.yaml",
@@ -227,7 +223,7 @@ def main() -> None:
     folders = [record_dir(*n) for n in names if is_finished(record_dir(*n))]
     if not folders:
         sys.exit(f"error: no finished run recorded in {RECORDS} yet; run without --skip-runs first")
-    plots = RESULTS / "art_rounds"
+    plots = EVIDENCE
     plots.mkdir(parents=True, exist_ok=True)
     comparison = final_comparison(setting_groups(folders))
     # the records' own dates, not today's: a rebuild from the records is byte-identical on any day
@@ -235,7 +231,6 @@ def main() -> None:
     lines = [
         f"# ART on a 2-core CPU: adaptive rounds, baselines and ablations ({', '.join(made)})",
         "",
-        *WITHDRAWN,
         recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
         "",
         "Commands:",
@@ -260,9 +255,9 @@ def main() -> None:
         report = write_report(folder).read_text(encoding="utf-8")
         for png in sorted((folder / "plots").glob("*.png")):
             shutil.copy2(png, plots / f"{folder.name}-{png.name}")
-        report = report.replace("](plots/", f"](art_rounds/{folder.name}-").replace("\n## ", "\n### ")
+        report = report.replace("](plots/", f"]({EVIDENCE.name}/{folder.name}-").replace("\n## ", "\n### ")
         lines += [report.replace("# ART run", "## ART run", 1), ""]
-    (RESULTS / "art_rounds.md").write_text("\n".join(lines), encoding="utf-8")
+    (RESULTS / f"{EVIDENCE.name}.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines[: 12 + len(folders)]))
 
 
@@ -337,7 +332,7 @@ def evidence_lines(folders: list[Path], comparison: Comparison, png: Path) -> li
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
-    return [*lines, f"![evidence](art_rounds/{png.name})", ""]
+    return [*lines, f"![evidence]({EVIDENCE.name}/{png.name})", ""]
 
 
 def heldout_evidence(folders: list[Path], ax) -> list[str]:

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from art_rounds import RECORDS, model_digest  # noqa: E402
+from art_rounds import ISSUE_28_RECORDS, model_digest  # noqa: E402
 from hard_correct import VARIANTS, overrides  # noqa: E402
 from hardcse.art.analysis.reward_bins import reward_by_cosine_bin  # noqa: E402
 from hardcse.art.config import ArtRunConfig  # noqa: E402
@@ -39,7 +39,7 @@ REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard
 def pool() -> list[dict]:
     """Every parsed answer of the recorded RL completions, in the records' order."""
     rows = []
-    for path in sorted(RECORDS.glob("*/round_*/generator/completions.jsonl")):
+    for path in sorted(ISSUE_28_RECORDS.glob("*/round_*/generator/completions.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row["answer"] is not None:
