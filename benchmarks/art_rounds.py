@@ -99,6 +99,17 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     link.symlink_to(target.resolve(), target_is_directory=True)
 
 
+def nli_models(runs_dir: Path, linked: bool) -> None:
+    """The discriminator and the judge in ``runs_dir`` (``nli_model``); with ``linked``, a model already linked
+    there is used as it is, not trained again for this code's cache key (each record names its weights' digest:
+    runs compare only where those agree)."""
+    for name, config in NLI_MODELS.items():
+        if linked and (runs_dir / name).is_dir():
+            print(f"NLI model as linked: {runs_dir / name} (its digest goes into each record)", flush=True)
+            continue
+        nli_model(runs_dir, name, config)
+
+
 # issue 42's evidence: the page art_evidence.md, the records and plots in art_evidence/
 EVIDENCE = RESULTS / "art_evidence"
 RECORDS = EVIDENCE / "records"
@@ -200,12 +211,17 @@ def main() -> None:
     parser.add_argument("--skip-runs", action="store_true", help="only read finished run folders")
     parser.add_argument("--only", nargs="+", choices=list(RUNS), help="run these (default: all, in this order)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[DEFAULT_SEED], help="one run of each per seed")
+    parser.add_argument(
+        "--linked-nli",
+        action="store_true",
+        help="use runs/nli-minilm and runs/nli-judge as linked, without training them for this code's cache key "
+        "(the records name their weights' digests: runs compare only where those agree)",
+    )
     args = parser.parse_args()
     runs_dir = Path(args.runs_dir)
     names = [(name, seed) for seed in args.seeds for name in args.only or list(RUNS)]
     if not args.skip_runs:
-        for name, config in NLI_MODELS.items():
-            nli_model(runs_dir, name, config)
+        nli_models(runs_dir, args.linked_nli)
         for name, seed in names:
             if is_finished(record_dir(name, seed)):
                 if changed := config_changes(RUNS[name], seed_overrides(name, seed), record_dir(name, seed)):

@@ -33,7 +33,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from art_rounds import NLI_MODELS, config_changes, config_seed_overrides, nli_model, run, write_record
+from art_rounds import config_changes, config_seed_overrides, nli_models, run, write_record
 from hard_correct_tables import (
     GUARD_DROPPED,
     GUARDS,
@@ -208,11 +208,7 @@ def main() -> None:
     names = args.only or list(VARIANTS)
     records = [RECORDS / f"{n}-seed-{s}" for n in names for s in args.seeds]
     if not args.skip_runs:
-        for name, config in NLI_MODELS.items():
-            if args.linked_nli and (runs_dir / name).is_dir():
-                print(f"NLI model as linked: {runs_dir / name} (its digest goes into each record)", flush=True)
-                continue
-            nli_model(runs_dir, name, config)
+        nli_models(runs_dir, args.linked_nli)
         for record in records:
             folder = runs_dir / "hard-correct" / record.name
             if (record / "round_1" / "triplets.csv").is_file():
