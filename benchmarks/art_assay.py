@@ -27,16 +27,15 @@ import time
 from datetime import date
 from pathlib import Path
 
-import yaml
-
 from hardcse.cli import main as hardcse
-from hardcse.data.triplets import read_triplets, write_triplets
+from hardcse.data.triplets import write_triplets
 from hardcse.evaluation.compare import compare_groups, comparison_markdown
 from hardcse.evaluation.results import Result
 from hardcse.machine import machine_record
+from record_assay import training_triplets
 
 RESULTS = Path(__file__).parent / "results"
-RECORDS = RESULTS / "art_rounds" / "records"
+RECORDS = RESULTS / "art_rounds" / "records"  # issue 28's (art_rounds.ISSUE_28_RECORDS)
 OUT = RESULTS / "art_assay"
 SETTINGS = {  # label -> the art_rounds record name
     "raw-llm": "baseline-raw-llm",
@@ -45,14 +44,6 @@ SETTINGS = {  # label -> the art_rounds record name
     "grpo": "cpu-full-grpo",
 }
 GENERATION_SEEDS = (42, 1, 2)
-
-
-def training_triplets(record: Path) -> list:
-    """The triplets a recorded ART run trained its encoders on: each round's first ``triplets_per_round``."""
-    config = yaml.safe_load((record / "config.yaml").read_text(encoding="utf-8"))
-    rounds = sorted(record.glob("round_[1-9]*"), key=lambda p: int(p.name.split("_")[1]))
-    per_round = config.get("triplets_per_round")
-    return [t for r in rounds for t in read_triplets(r / "triplets.csv")[:per_round]]
 
 
 def build_files(data_dir: Path) -> dict[str, Path]:

@@ -25,12 +25,9 @@ training seeds, not the spread between generation runs (issue 42 runs several se
 """
 
 import argparse
-import gzip
 import json
 import shlex
 import sys
-import time
-from datetime import date
 from pathlib import Path
 
 from art_rounds import config_changes, config_seed_overrides, nli_models, run, write_record
@@ -51,8 +48,8 @@ from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets, write_triplets
 from hardcse.evaluation.compare import compare_groups, write_comparison
 from hardcse.evaluation.results import Result
-from hardcse.machine import machine_record
 from machine_line import machine_line, recorded_runs
+from record_assay import assay_record, assayed
 
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
@@ -132,57 +129,12 @@ def write_guard_dropped(run_dir: Path, record: Path) -> None:
     write_triplets(record / GUARD_DROPPED, dropped)
 
 
-def assay_variant(runs_dir: Path, record: Path, rows: int, train_seeds: list[int]) -> None:
-    """``hardcse assay`` of the record's first ``rows`` kept triplets at the training seeds not yet kept in ASSAY;
-    each evaluation goes there (gzip), with NAME.json: rows, steps, and each assay's command, date, minutes and
-    machine."""
-    meta_path = ASSAY / f"{record.name}.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
-    if meta and (meta["rows"], meta["steps"]) != (rows, ASSAY_STEPS):
-        sys.exit(
-            f"error: {meta_path}: assayed at rows={meta['rows']}, steps={meta['steps']}, now rows={rows}, "
-            f"steps={ASSAY_STEPS}; remove {ASSAY}/{record.name}.* to assay it again (or every variant, to compare)"
-        )
-    missing = [t for t in train_seeds if not (ASSAY / f"{record.name}.t{t}.eval.json.gz").is_file()]
-    if not missing:
-        return
-    folder = runs_dir / "hard-correct" / "assay" / f"{record.name}.t{'-'.join(map(str, missing))}"
-    argv = [
-        "assay", "--data", str(record / "round_1" / "triplets.csv"), "--names", record.name,
-        "--seeds", *map(str, missing), "--out", str(folder), f"rows={rows}", f"training.max_steps={ASSAY_STEPS}",
-    ]  # fmt: skip
-    start = time.perf_counter()
-    run([*argv, *(["--resume"] if (folder / "config.yaml").is_file() else [])])
-    ASSAY.mkdir(parents=True, exist_ok=True)
-    for seed in missing:
-        evaluation = (folder / record.name / f"seed-{seed}" / "eval.json").read_bytes()
-        (ASSAY / f"{record.name}.t{seed}.eval.json.gz").write_bytes(gzip.compress(evaluation, mtime=0))
-    meta = meta or {"rows": rows, "steps": ASSAY_STEPS, "assays": []}
-    meta["assays"].append(
-        {
-            "seeds": missing,
-            "command": shlex.join(["hardcse", *argv]),
-            "date": str(date.today()),
-            "minutes": round((time.perf_counter() - start) / 60, 1),
-            "machine": machine_record(),
-        }
-    )
-    meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-
-
 def assay_groups(records: list[Path], train_seeds: list[int]) -> dict[str, list[Result]]:
     """Each variant's assayed encoders from ASSAY; a member's seed = generation seed x 100 + training seed."""
     groups: dict[str, list[Result]] = {}
     for record in records:
         variant, generation = variant_of(record.name)
-        for seed in train_seeds:
-            path = ASSAY / f"{record.name}.t{seed}.eval.json.gz"
-            if not path.is_file():
-                sys.exit(f"error: {path} is missing; run without --skip-runs to assay {record.name}")
-            evaluation = json.loads(gzip.decompress(path.read_bytes()))
-            groups.setdefault(variant, []).append(
-                Result(f"{record.name}.t{seed}", evaluation, {"seed": generation * 100 + seed})
-            )
+        groups.setdefault(variant, []).extend(assayed(record.name, ASSAY, train_seeds, generation))
     return groups
 
 
@@ -231,7 +183,9 @@ def main() -> None:
     judged = judged_kept(records, runs_dir / "nli-judge")  # before the assay: a wrong judge fails at once
     if not args.skip_runs:
         for record in records:
-            assay_variant(runs_dir, record, rows, args.train_seeds)
+            triplets = record / "round_1" / "triplets.csv"
+            work = runs_dir / "hard-correct" / "assay"
+            assay_record(record.name, triplets, ASSAY, work, args.train_seeds, rows, ASSAY_STEPS)
     groups = assay_groups(records, args.train_seeds)
     comparison = compare_groups(groups, assay_pairs(list(groups)))
     assays = [a for r in records for a in json.loads((ASSAY / f"{r.name}.json").read_text("utf-8"))["assays"]]

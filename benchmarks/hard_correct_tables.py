@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from art_rounds import HELDOUT, NLI_RECORD, heldout_rows, model_digest
+from art_evidence_tables import HELDOUT, heldout_rows
+from art_rounds import NLI_RECORD, model_digest
 from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig

@@ -14,11 +14,12 @@ each seed).
 
 import numpy as np
 
-from art_assay import GENERATION_SEEDS, RECORDS, SETTINGS, training_triplets
+from art_assay import GENERATION_SEEDS, RECORDS, SETTINGS
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
 from machine_line import recorded_dates
+from record_assay import training_triplets
 
 RESULTS = RECORDS.parent.parent
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from hardcse.cli import main as hardcse
-from hardcse.data.sts import ALL_TASKS, STSPairs, load_sts_task
+from hardcse.data.sts import ALL_TASKS, DEV_TASK, SEVEN_TASKS, STSPairs, load_sts_task
 from hardcse.errors import HardcseError
 from hardcse.evaluation import paired, results
 from hardcse.evaluation.compare import compare_groups, verdict
@@ -49,6 +49,55 @@ def test_identical_groups_give_exactly_zero_and_seeds_pair_by_seed():
     unpaired = group_difference([m[1], m[2], m[3]], [m[3], m[1], m[2]], boot)
     assert unpaired["T1"].estimate == pytest.approx(0.0)
     assert unpaired["T1"].low < 0 < unpaired["T1"].high
+
+
+def test_clustered_members_are_drawn_as_whole_clusters_paired_by_cluster_and_seed():
+    """Three clusters x two seeds, listed in another order on each side: every resample takes two members of
+    one cluster per block, and B's member in each place has A's cluster and seed."""
+    clusters_a, seeds_a = [1, 1, 2, 2, 3, 3], [1, 2, 1, 2, 1, 2]
+    order = [5, 2, 0, 3, 1, 4]
+    clusters_b, seeds_b = [clusters_a[i] for i in order], [seeds_a[i] for i in order]
+    pick_a, pick_b = paired._nested_choice(seeds_a, seeds_b, clusters_a, clusters_b, resamples=50, seed=3)
+    assert pick_a.shape == pick_b.shape == (50, 6)
+    drawn = np.array(clusters_a)[pick_a].reshape(50, 3, 2)
+    assert (drawn[:, :, 0] == drawn[:, :, 1]).all()
+    assert (np.array(clusters_a)[pick_a] == np.array(clusters_b)[pick_b]).all()
+    assert (np.array(seeds_a)[pick_a] == np.array(seeds_b)[pick_b]).all()
+    assert len(set(drawn[:, :, 0].ravel())) == 3
+
+
+def test_the_interval_counts_clusters_not_members():
+    """T1 gold 1..4: a model in gold order scores 100 on every resample, reversed -100. A: one gold-order model.
+    B: cluster 1 three gold-order members, cluster 2 three reversed: mean 0, B - A = -100. Drawn in two stages,
+    both clusters are gold order with probability 1/4, so the 97.5th percentile is 0 (and the 2.5th -200); drawn
+    as six independent members, all six gold (-0) has probability 1/64 < 2.5%, so the 97.5th percentile is the
+    next value, one reversed of six: -200/6."""
+    boot = STSBootstrap(["T1"], resamples=2000, seed=5, gold=GOLD)
+    up, down = boot.draws(record([1, 2, 3, 4]), "up"), boot.draws(record([4, 3, 2, 1]), "down")
+    b, seeds, clusters = [up, up, up, down, down, down], [1, 2, 3, 1, 2, 3], [1, 1, 1, 2, 2, 2]
+    nested = group_difference([up], b, boot, [1], seeds, [None], clusters)["T1"]
+    assert nested.estimate == pytest.approx(-100.0)
+    assert (nested.low, nested.high) == (-200.0, 0.0)
+    flat = group_difference([up], b, boot, [1], seeds)["T1"]
+    assert flat.high == pytest.approx(-200 / 6)
+    # compare_groups passes each Result's cluster through: its interval is group_difference's with clusters
+    rng = np.random.default_rng(0)
+    evals = [fake_eval(rng, noise) for noise in (0.5, 0.5, 2.0, 2.0)]
+    members = [Result(f"b{i}", e, {"seed": 1 + i % 2}, cluster=i // 2) for i, e in enumerate(evals)]
+    groups = {"A": [Result("a", evals[0], {"seed": 1})], "B": members}
+    via_groups = compare_groups(groups, [("A", "B")], resamples=100, seed=5).differences[("A", "B")]["avg7"]
+    boot = STSBootstrap([*SEVEN_TASKS, DEV_TASK], resamples=100, seed=5)
+    direct = group_difference(
+        [boot.draws(evals[0], "a")], [boot.draws(e, "b") for e in evals], boot, [1], [1, 2, 1, 2], [None], [0, 0, 1, 1]
+    )["avg7"]
+    assert (via_groups.low, via_groups.high) == (direct.low, direct.high)
+
+
+def test_clusters_of_unequal_size_are_an_error():
+    boot = STSBootstrap(["T1"], resamples=10, seed=0, gold=GOLD)
+    m = boot.draws(record([1, 2, 3, 4]), "m")
+    with pytest.raises(HardcseError, match="every cluster of a group needs as many members as the others"):
+        group_difference([m], [m, m, m], boot, [1], [1, 2, 1], [None], [7, 7, 8])
 
 
 def test_verdict_claims_only_outside_zero():

@@ -72,8 +72,11 @@ def compare_groups(
         draws = {id(r): boot.draws(r.record, r.label) for r in records}
         for a, b in pairs:
             ga, gb = groups[a], groups[b]
+            seeds = [r.seed for r in ga], [r.seed for r in gb]
+            clustered = any(r.cluster is not None for r in [*ga, *gb])
+            clusters = ([r.cluster for r in ga], [r.cluster for r in gb]) if clustered else (None, None)
             differences[(a, b)] = group_difference(
-                [draws[id(r)] for r in ga], [draws[id(r)] for r in gb], boot, [r.seed for r in ga], [r.seed for r in gb]
+                [draws[id(r)] for r in ga], [draws[id(r)] for r in gb], boot, *seeds, *clusters
             )
     present = [c for c in COLUMNS if any(_score(m.record, c) is not None for ms in groups.values() for m in ms)]
     return Comparison(groups, list(pairs), differences, resamples, seed, present)

@@ -6,7 +6,11 @@ the pairs have in common cancels out of a difference), and Spearman x 100 of cos
 each resample; avg7 is the mean over the seven tasks of a resample. A group of runs that differ only by seed
 scores the mean over its members; on each resample its members are drawn with replacement too, paired by seed
 when both groups ran the same seeds (seed s of A beside seed s of B: same data sample and order), independently
-otherwise, so the interval covers the spread between seeds as well as between test pairs. The 2.5th and
+otherwise, so the interval covers the spread between seeds as well as between test pairs. Members that come in
+clusters (several training seeds on each generation run's data) are drawn in two stages: the clusters with
+replacement (paired by cluster where both groups hold the same ones), then members within each drawn cluster
+(paired by seed where a cluster holds the same seeds on both sides), so the spread between clusters counts as
+the clusters' number, not the members'. The 2.5th and
 97.5th percentiles of B - A give the 95% interval. Two single models, or two identical groups, resample no
 seeds. Vectorised: a resample is a count per pair, so ranks with ties averaged (as ``spearmanr`` ranks) come
 from one sort per model and task and cumulative counts, and Spearman is a count-weighted correlation of them; no
@@ -147,20 +151,74 @@ def _member_choice(
     return draw(len(seeds_a)), draw(len(seeds_b))
 
 
+def _cluster_table(seeds: Sequence[int | None], clusters: Sequence[int | None]) -> tuple[list, np.ndarray]:
+    """(cluster ids in order, (G, T) member indices: row g the members of cluster g ordered by seed). A member
+    without a cluster is a cluster of its own; every cluster needs the same number of members T."""
+    by_cluster: dict = {}
+    for i, (s, c) in enumerate(zip(seeds, clusters, strict=True)):
+        by_cluster.setdefault(("member", i) if c is None else ("cluster", c), []).append((s, i))
+    sizes = {len(members) for members in by_cluster.values()}
+    if len(sizes) > 1:
+        counts = ", ".join(f"{key[1]}: {len(m)}" for key, m in by_cluster.items())
+        raise HardcseError(f"every cluster of a group needs as many members as the others ({counts})")
+    ids = sorted(by_cluster, key=str)
+    # members in seed order (a member with no seed keeps its place)
+    rows = [[i for _, i in sorted(by_cluster[c], key=lambda m: (m[0] is None, m[0] or 0, m[1]))] for c in ids]
+    return ids, np.array(rows, dtype=np.int64)
+
+
+def _nested_choice(
+    seeds_a: Sequence[int | None],
+    seeds_b: Sequence[int | None],
+    clusters_a: Sequence[int | None],
+    clusters_b: Sequence[int | None],
+    resamples: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(R, G x T) member indices of each group for each resample, in two stages: G clusters drawn with
+    replacement, then T members within each drawn cluster. Groups that hold the same clusters draw the same ones;
+    where every cluster also holds the same seeds on both sides, the members within are drawn alike too."""
+    rng = np.random.default_rng(seed + 1)  # apart from the test-pair resamples
+    ids_a, table_a = _cluster_table(seeds_a, clusters_a)
+    ids_b, table_b = _cluster_table(seeds_b, clusters_b)
+
+    def draw(shape: tuple[int, ...], k: int) -> np.ndarray:
+        return rng.integers(0, k, size=(resamples, *shape)) if k > 1 else np.zeros((resamples, *shape), np.int64)
+
+    same_clusters = ids_a == ids_b and all(key[0] == "cluster" for key in ids_a)
+    cluster_a = draw(table_a.shape[:1], len(ids_a))
+    cluster_b = cluster_a if same_clusters else draw(table_b.shape[:1], len(ids_b))
+    member_a = draw(table_a.shape, table_a.shape[1])
+    seeds_of = [[seeds_a[i] for i in row] for row in table_a], [[seeds_b[i] for i in row] for row in table_b]
+    same_seeds = same_clusters and seeds_of[0] == seeds_of[1] and None not in [s for row in seeds_of[0] for s in row]
+    member_b = member_a if same_seeds else draw(table_b.shape, table_b.shape[1])
+    pick_a = table_a[cluster_a[:, :, None], member_a].reshape(resamples, -1)
+    pick_b = table_b[cluster_b[:, :, None], member_b].reshape(resamples, -1)
+    return pick_a, pick_b
+
+
 def group_difference(
     a: Sequence[ModelDraws],
     b: Sequence[ModelDraws],
     boot: STSBootstrap,
     seeds_a: Sequence[int | None] | None = None,
     seeds_b: Sequence[int | None] | None = None,
+    clusters_a: Sequence[int | None] | None = None,
+    clusters_b: Sequence[int | None] | None = None,
 ) -> dict[str, Interval]:
     """mean(B) - mean(A) per task and for the average (columns every member has), each an :class:`Interval` whose
-    estimate is the difference of the groups' mean scores on the test pairs themselves."""
+    estimate is the difference of the groups' mean scores on the test pairs themselves. With ``clusters`` (e.g.
+    the generation run whose data trained each member) the members are resampled in two stages."""
     if not a or not b:
         raise ValueError("group_difference needs at least one model on each side")
     seeds_a = list(seeds_a) if seeds_a is not None else [None] * len(a)
     seeds_b = list(seeds_b) if seeds_b is not None else [None] * len(b)
-    pick_a, pick_b = _member_choice(seeds_a, seeds_b, boot.resamples, boot.seed)
+    if clusters_a is None and clusters_b is None:
+        pick_a, pick_b = _member_choice(seeds_a, seeds_b, boot.resamples, boot.seed)
+    else:
+        clusters_a = list(clusters_a) if clusters_a is not None else [None] * len(a)
+        clusters_b = list(clusters_b) if clusters_b is not None else [None] * len(b)
+        pick_a, pick_b = _nested_choice(seeds_a, seeds_b, clusters_a, clusters_b, boot.resamples, boot.seed)
     rows = np.arange(boot.resamples)[:, None]
     out = {}
     for column in [*boot.tasks, boot.average]:

@@ -36,6 +36,9 @@ class Result:
     label: str
     record: dict
     config: dict | None = None
+    # the unit the bootstrap resamples first, where members come in clusters (e.g. the generation run whose data
+    # trained this member: several training seeds each); None: a member is resampled on its own
+    cluster: int | None = None
 
     @property
     def seed(self) -> int | None:

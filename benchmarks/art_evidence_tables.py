@@ -1,0 +1,259 @@
+"""The tables and plot of ART's evidence page (benchmarks/art_rounds.py): per-seed `art compare` tables, held-out
+tuned - raw generator per round, each setting's final encoders (the adaptive runs' own) and the assay of each
+run's training data, against the raw-LLM baseline, the mined-negative baseline and the faithful setting, with one
+sentence per question of issue 42 and the smallest difference each comparison could detect."""
+
+import json
+from pathlib import Path
+
+from hardcse.art.analysis.report import compare_runs
+from hardcse.data.sts import DEV_TASK
+from hardcse.evaluation.compare import Comparison, compare_groups, comparison_markdown, interval_cell, verdict
+from hardcse.evaluation.results import Result, load_result
+from hardcse.run_folder import round_dirs
+from hardcse.stats import Interval, detectable_difference
+from machine_line import machine_line
+from record_assay import assayed
+
+BASELINE = "baseline-raw-llm"
+MAIN = "cpu-full"
+MINED = "baseline-mined-negatives"
+ART = (MAIN, "cpu-full-grpo")  # ART itself (PPO, GRPO): also compared with the mined-negative baseline
+BOTH = "art-two-negatives"  # ART's data with a generated and a mined negative: also against mined negatives alone
+LABELS = {MAIN: "ART (PPO, paper's reward)", "cpu-full-grpo": "ART (GRPO, smooth r2)", BOTH: "generated + mined"}
+
+
+HELDOUT = {  # held-out measure: what it answers (heldout.json keys; tuned - raw)
+    "reward": "reward",
+    "parse_failure": "format: parse failures",
+    "reward_parsed": "meaning: reward of parsed answers",
+    "p_target_parsed": "meaning: P(target label) of parsed",
+    "judged_correct": "judge accuracy",
+}
+
+
+def heldout_rows(folder: Path) -> list[tuple[str, dict]]:
+    """(round, heldout.json) for every round of a run that compared the raw and the tuned generator."""
+    return [
+        (d.name, json.loads((d / "heldout.json").read_text()))
+        for d in round_dirs(folder)
+        if (d / "heldout.json").is_file()
+    ]
+
+
+def setting_groups(folders: list[Path]) -> dict[str, list[Result]]:
+    """Each config's finished records (one per seed), named by the config: the groups of ``hardcse compare``."""
+    groups: dict[str, list[Result]] = {}
+    for folder in folders:
+        groups.setdefault(setting(folder), []).append(load_result(str(folder)))
+    return groups
+
+
+def setting(folder: Path) -> str:
+    """The config name of a record folder NAME-seed-S."""
+    return folder.name.rsplit("-seed-", 1)[0]
+
+
+def seed_of(folder: Path) -> str:
+    """The seed of a record folder NAME-seed-S."""
+    return folder.name.rsplit("-seed-", 1)[1]
+
+
+def evidence_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """The comparisons of the page (A, B: B - A), for the settings present: every setting against the raw-LLM
+    baseline; ART (PPO, GRPO) and generated + mined against mined negatives; the rest against the faithful
+    setting (cpu-full)."""
+    pairs = [(BASELINE, n) for n in names if BASELINE in names and n != BASELINE]
+    pairs += [(MINED, n) for n in (*ART, BOTH) if MINED in names and n in names]
+    return pairs + [(MAIN, n) for n in names if MAIN in names and n not in (MAIN, BASELINE, MINED)]
+
+
+def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
+    """The adaptive runs' own final encoders, one a generation seed: group means with paired bootstrap intervals
+    over test pairs and seeds (paired by seed where both ran it)."""
+    return compare_groups(groups, evidence_pairs(list(groups)))
+
+
+def assay_groups(folders: list[Path], assay: Path, train_seeds: list[int]) -> dict[str, list[Result]]:
+    """Each setting's assayed encoders (a run's training data x each training seed), clustered by generation seed."""
+    groups: dict[str, list[Result]] = {}
+    for folder in folders:
+        members = assayed(folder.name, assay, train_seeds, int(seed_of(folder)), cluster=True)
+        groups.setdefault(setting(folder), []).extend(members)
+    return groups
+
+
+def assay_comparison(groups: dict[str, list[Result]]) -> Comparison:
+    """The assay's intervals: hierarchical paired bootstrap (generation runs, then training seeds within each,
+    paired by seed where both settings ran it; test pairs shared)."""
+    return compare_groups(groups, evidence_pairs(list(groups)))
+
+
+def said(c: Comparison, a: str, b: str) -> str | None:
+    """'B - A: STS-B dev <verdict>, avg7 <verdict> (80% power for <d> and <d>)', None where not compared."""
+    diff = c.differences.get((a, b))
+    if diff is None or DEV_TASK not in diff or "avg7" not in diff:
+        return None
+    dev, avg7 = diff[DEV_TASK], diff["avg7"]
+    return (
+        f"STS-B dev {verdict(dev)}, avg7 {verdict(avg7)} (80% power for a true difference of "
+        f"{detectable_difference(dev):.2f} and {detectable_difference(avg7):.2f})"
+    )
+
+
+def _members(c: Comparison, name: str) -> str:
+    generations = {m.cluster if m.cluster is not None else m.seed for m in c.groups[name]}
+    per = len(c.groups[name]) // len(generations)
+    return f"{len(generations)} generation seeds" + (f" x {per} training seeds" if per > 1 else "")
+
+
+def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
+    """Issue 42's questions, one sentence each: the assay of each setting's data (which selects on STS-B dev and
+    reports avg7), then the adaptive runs' own final encoders; the ablations against the faithful setting."""
+    questions = [
+        ("Does RL-tuning the generator write better training data than the raw generator?", BASELINE, ART),
+        ("Than mined negatives (the raw generator's positives with mined negatives)?", MINED, ART),
+        ("Does ART's generated negative add to a mined one (generated + mined against mined alone)?", MINED, (BOTH,)),
+        ("The paper's ablations, against the faithful setting:", MAIN, [n for n in assay.groups if "ablation" in n]),
+    ]
+    lines = ["## Answers", ""]
+    for question, reference, settings in questions:
+        parts = []
+        for name in settings:
+            for what, c in (("its data, assayed", assay), ("its own final encoders", final)):
+                if (text := said(c, reference, name)) is not None:
+                    parts.append(f"{LABELS.get(name, name)} - {reference}, {what} ({_members(c, name)}): {text}")
+        if parts:
+            lines += [f"- **{question}** " + "; ".join(parts) + ".", ""]
+    return lines
+
+
+def assay_lines(c: Comparison, train_seeds: list[int], steps: int, assays: list[dict]) -> list[str]:
+    """The assay's tables (every setting's scores, every difference) and how the assays ran."""
+    minutes = sum(a["minutes"] for a in assays)
+    machines = "; ".join(sorted({machine_line(a["machine"], a["date"]) for a in assays}))
+    return [
+        "## The assay of each run's training data",
+        "",
+        f"Each run's training triplets (every round's first `triplets_per_round` kept, rounds in order) train the "
+        f"bundled encoder for {steps} steps at batch 32 (configs/assay.yaml, no dev gating) at training seeds "
+        f"{', '.join(map(str, train_seeds))}. Intervals: paired bootstrap 95% over test pairs, then generation runs "
+        "and the training seeds within each (hierarchical; paired by seed where both settings ran it); * excludes "
+        f"zero. The assays ran {minutes:.1f} min in all ({machines}); each one's command: "
+        "art_evidence/assay/NAME.json.",
+        "",
+        comparison_markdown(c),
+        "",
+    ]
+
+
+def per_seed_tables(folders: list[Path]) -> list[str]:
+    """One `art compare` table per seed: each run against its round 0 and the same seed's raw-LLM baseline."""
+    lines = []
+    seeds = list(dict.fromkeys(seed_of(f) for f in folders))
+    for seed in seeds:
+        members = [f for f in folders if seed_of(f) == seed]
+        baseline = next((f for f in members if setting(f) == BASELINE), None)
+        title = [f"Seed {seed}:", ""] if len(seeds) > 1 else []
+        lines += [*title, compare_runs(members, baseline=baseline), ""]
+    return lines
+
+
+def evidence_lines(folders: list[Path], comparison: Comparison, png: Path) -> list[str]:
+    """ART's questions in one table each (held-out tuned - raw per round; final encoders - the raw-LLM baseline's
+    and - cpu-full's, ART's also - the mined-negative baseline's) and one plot of both."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    lines = [*heldout_evidence(folders, left), *final_evidence(comparison, right)]
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return [*lines, f"![evidence]({png.parent.name}/{png.name})", ""]
+
+
+def heldout_evidence(folders: list[Path], ax) -> list[str]:
+    """The held-out table (every run that tunes, every round) and its panel: reward, format and meaning."""
+    lines = [
+        "Held-out anchors, tuned - raw generator per round (95% bootstrap intervals over anchors, paired; * excludes"
+        " zero): is the tuned generator's data better, and is the gain format or meaning?",
+        "",
+        "| run | round | " + " | ".join(HELDOUT.values()) + " |",
+        "|---|---|" + "---:|" * len(HELDOUT),
+    ]
+    keys = {"reward": "reward", "parse_failure": "parse fail", "p_target_parsed": "P(target)"}  # panel: short names
+    tuned = [(f, rows) for f in folders if (rows := heldout_rows(f))]
+    n_rounds = max((len(rows) for _, rows in tuned), default=0)
+    width = 0.8 / max(1, len(tuned))
+    # one colour per setting, one marker per seed
+    colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(setting(f) for f, _ in tuned))}
+    markers = {seed: "osD^v"[i % 5] for i, seed in enumerate(dict.fromkeys(seed_of(f) for f, _ in tuned))}
+    for i, (folder, rows) in enumerate(tuned):
+        for r, (name, record) in enumerate(rows):
+            diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT}
+            cells = [interval_cell(diff[key], digits=3) for key in HELDOUT]
+            lines.append(f"| {folder.name} | {name} | " + " | ".join(cells) + " |")
+            for k, key in enumerate(keys):
+                d = diff[key]
+                x = k * (n_rounds + 1) + r + (i - (len(tuned) - 1) / 2) * width
+                label = folder.name if (k, r) == (0, 0) else None
+                style = {"fmt": markers[seed_of(folder)], "color": colours[setting(folder)]}
+                ax.errorbar(x, d.estimate, yerr=_error_bar(d), capsize=3, label=label, **style)
+    ax.axis("on" if tuned else "off")
+    if tuned:
+        ticks = [k * (n_rounds + 1) + r for k in range(len(keys)) for r in range(n_rounds)]
+        ax.set_xticks(ticks, [f"{name}\nround {r + 1}" for name in keys.values() for r in range(n_rounds)], fontsize=7)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_title("held-out: tuned - raw generator (95% CI; P(target): of parsed answers)")
+        ax.legend(fontsize=7)
+    return [*lines, ""]
+
+
+def final_evidence(c: Comparison, ax) -> list[str]:
+    """The final-encoder table (avg7 and STS-B dev against each reference) and its panel (the first reference)."""
+    references = list(dict.fromkeys(a for a, _ in c.pairs))
+    ax.axis("on" if c.pairs else "off")
+    if not c.pairs:
+        return []
+    header = " | ".join(f"{what} - {ref}" for ref in references for what in ("avg7", "STS-B dev"))
+    lines = [
+        "Final encoders, mean over each setting's seeds (paired bootstrap 95% intervals over test pairs and seeds;"
+        " * excludes zero):",
+        "",
+        f"| run | seeds | {header} |",
+        "|---|---|" + "---:|" * (2 * len(references)),
+    ]
+    for name, members in c.groups.items():
+        diffs = [c.differences.get((ref, name)) for ref in references]
+        if not any(diffs):
+            continue
+        cells = [interval_cell(d[col] if d else None) for d in diffs for col in ("avg7", DEV_TASK)]
+        seeds = ", ".join(str(m.seed) for m in members)
+        lines.append(f"| {name} | {seeds} | " + " | ".join(cells) + " |")
+    shown = [(b, diff) for (a, b), diff in c.differences.items() if a == references[0]]
+    for j, (_, diff) in enumerate(shown):
+        for k, (what, column) in enumerate((("avg7", "avg7"), ("STS-B dev", DEV_TASK))):
+            d = diff[column]
+            y = len(shown) - j + (0.15 if k else -0.15)
+            label = what if j == 0 else None
+            ax.errorbar(d.estimate, y, xerr=_error_bar(d), fmt="os"[k], color=f"C{k}", capsize=3, label=label)
+    ax.set_yticks(range(len(shown), 0, -1), [f"{b} ({len(c.groups[b])})" for b, _ in shown], fontsize=7)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_title(f"final encoder - {references[0]} (95% CI; seeds)")
+    ax.legend(fontsize=7)
+    return [*lines, ""]
+
+
+def _error_bar(d: Interval) -> list[list[float]]:
+    """matplotlib's asymmetric error bar of one interval."""
+    return [[d.estimate - d.low], [d.high - d.estimate]]
+
+
+def seed_groups(c: Comparison) -> list[str]:
+    """With several seeds of a setting: the full `hardcse compare` tables (scores per task as mean ± sd)."""
+    if all(len(members) < 2 for members in c.groups.values()):
+        return []
+    return ["Across seeds (`hardcse compare`, final round of each run):", "", comparison_markdown(c), ""]

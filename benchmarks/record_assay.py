@@ -1,0 +1,84 @@
+"""`hardcse assay` of a recorded run's training data, kept per training seed so that an interrupted assay (or one
+continued in another session) redoes only what is missing: the shared step of benchmarks/hard_correct.py (one
+round's kept triplets) and benchmarks/art_rounds.py (every round's training triplets).
+
+Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, and each
+assay's command, date, minutes and machine.
+"""
+
+import gzip
+import json
+import shlex
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from hardcse.cli import main as hardcse
+from hardcse.data.triplets import Triplet, read_triplets
+from hardcse.evaluation.results import Result
+from hardcse.machine import machine_record
+
+
+def training_triplets(record: Path) -> list[Triplet]:
+    """The triplets a recorded ART run trained its encoders on: each round's first ``triplets_per_round``."""
+    config = yaml.safe_load((record / "config.yaml").read_text(encoding="utf-8"))
+    rounds = sorted(record.glob("round_[1-9]*"), key=lambda p: int(p.name.split("_")[1]))
+    per_round = config.get("triplets_per_round")
+    return [t for r in rounds for t in read_triplets(r / "triplets.csv")[:per_round]]
+
+
+def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list[int], rows: int, steps: int) -> None:
+    """``hardcse assay`` of ``data``'s first ``rows`` triplets for ``steps`` steps at the training seeds not yet
+    kept in ``out`` (run folder under ``work``)."""
+    meta_path = out / f"{name}.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
+    if meta and (meta["rows"], meta["steps"]) != (rows, steps):
+        sys.exit(
+            f"error: {meta_path}: assayed at rows={meta['rows']}, steps={meta['steps']}, now rows={rows}, "
+            f"steps={steps}; remove {out}/{name}.* to assay it again (and the others it is compared with)"
+        )
+    missing = [t for t in train_seeds if not (out / f"{name}.t{t}.eval.json.gz").is_file()]
+    if not missing:
+        return
+    folder = work / f"{name}.t{'-'.join(map(str, missing))}"
+    argv = [
+        "assay", "--data", str(data), "--names", name, "--seeds", *map(str, missing), "--out", str(folder),
+        f"rows={rows}", f"training.max_steps={steps}",
+    ]  # fmt: skip
+    start = time.perf_counter()
+    print("$ hardcse " + " ".join(argv), flush=True)
+    if status := hardcse([*argv, *(["--resume"] if (folder / "config.yaml").is_file() else [])]):
+        sys.exit(status)
+    out.mkdir(parents=True, exist_ok=True)
+    for seed in missing:
+        evaluation = (folder / name / f"seed-{seed}" / "eval.json").read_bytes()
+        (out / f"{name}.t{seed}.eval.json.gz").write_bytes(gzip.compress(evaluation, mtime=0))
+    meta = meta or {"rows": rows, "steps": steps, "assays": []}
+    meta["assays"].append(
+        {
+            "seeds": missing,
+            "command": shlex.join(["hardcse", *argv]),
+            "date": str(date.today()),
+            "minutes": round((time.perf_counter() - start) / 60, 1),
+            "machine": machine_record(),
+        }
+    )
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+def assayed(name: str, out: Path, train_seeds: list[int], generation: int, cluster: bool = False) -> list[Result]:
+    """The assayed encoders of one record from ``out``: a member's seed is generation seed x 100 + training seed;
+    with ``cluster``, its cluster is the generation seed (the bootstrap then resamples generation runs first)."""
+    members = []
+    for seed in train_seeds:
+        path = out / f"{name}.t{seed}.eval.json.gz"
+        if not path.is_file():
+            sys.exit(f"error: {path} is missing; run the benchmark without --skip-runs to assay {name}")
+        evaluation = json.loads(gzip.decompress(path.read_bytes()))
+        members.append(
+            Result(f"{name}.t{seed}", evaluation, {"seed": generation * 100 + seed}, generation if cluster else None)
+        )
+    return members
