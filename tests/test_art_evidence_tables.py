@@ -45,12 +45,13 @@ def test_answers_say_the_verdict_and_the_difference_each_comparison_could_detect
     final = Comparison({}, [], {}, 1000, 0)
     lines = answer_lines(assay, final)
     assert lines[:2] == ["## Answers", ""]
-    assert len(lines) == 4  # one question answered: the others have no groups
-    assert lines[2] == (
+    assert len(lines) == 6  # the preface, then one question answered: the others have no groups
+    assert lines[4] == (
         "- **Does RL-tuning the generator write better training data than the raw generator?** ART (PPO, paper's "
-        "reward) - baseline-raw-llm, its data, assayed (2 generation seeds x 3 training seeds): STS-B dev no "
-        "detectable difference (+0.10 [-0.10, +0.30]), avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a "
-        "true difference of 0.29 and 0.14)."
+        "reward) (`cpu-full`) - raw generator (`baseline-raw-llm`), its data, assayed (2 generation seeds x 3 "
+        "training seeds against 2 generation seeds x 3 training seeds): STS-B dev no detectable difference (+0.10 "
+        "[-0.10, +0.30]), avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a true difference of 0.29 and "
+        "0.14)."
     )
 
 

@@ -51,16 +51,18 @@ def test_identical_groups_give_exactly_zero_and_seeds_pair_by_seed():
     assert unpaired["T1"].low < 0 < unpaired["T1"].high
 
 
-def test_clustered_members_are_drawn_as_whole_clusters_paired_by_cluster_and_seed():
-    """Three clusters x two seeds, listed in another order on each side: every resample takes two members of
-    one cluster per block, and B's member in each place has A's cluster and seed."""
+def test_clustered_members_are_drawn_as_whole_clusters_paired_by_cluster():
+    """Three clusters x two seeds, listed in another order on each side: every resample takes whole clusters (both
+    members, in seed order), and B's member in each place has A's cluster and seed."""
     clusters_a, seeds_a = [1, 1, 2, 2, 3, 3], [1, 2, 1, 2, 1, 2]
     order = [5, 2, 0, 3, 1, 4]
     clusters_b, seeds_b = [clusters_a[i] for i in order], [seeds_a[i] for i in order]
-    pick_a, pick_b = paired._nested_choice(seeds_a, seeds_b, clusters_a, clusters_b, resamples=50, seed=3)
+    pick_a, pick_b, g_a, g_b = paired._cluster_choice(clusters_a, clusters_b, seeds_a, seeds_b, resamples=50, seed=3)
+    assert (g_a, g_b) == (3, 3)
     assert pick_a.shape == pick_b.shape == (50, 6)
     drawn = np.array(clusters_a)[pick_a].reshape(50, 3, 2)
     assert (drawn[:, :, 0] == drawn[:, :, 1]).all()
+    assert (np.array(seeds_a)[pick_a].reshape(50, 3, 2) == [1, 2]).all()
     assert (np.array(clusters_a)[pick_a] == np.array(clusters_b)[pick_b]).all()
     assert (np.array(seeds_a)[pick_a] == np.array(seeds_b)[pick_b]).all()
     assert len(set(drawn[:, :, 0].ravel())) == 3
@@ -68,16 +70,20 @@ def test_clustered_members_are_drawn_as_whole_clusters_paired_by_cluster_and_see
 
 def test_the_interval_counts_clusters_not_members():
     """T1 gold 1..4: a model in gold order scores 100 on every resample, reversed -100. A: one gold-order model.
-    B: cluster 1 three gold-order members, cluster 2 three reversed: mean 0, B - A = -100. Drawn in two stages,
-    both clusters are gold order with probability 1/4, so the 97.5th percentile is 0 (and the 2.5th -200); drawn
-    as six independent members, all six gold (-0) has probability 1/64 < 2.5%, so the 97.5th percentile is the
-    next value, one reversed of six: -200/6."""
+    B: cluster 1 three gold-order members, cluster 2 three reversed: mean 0, B - A = -100. Drawn by cluster,
+    both clusters are gold order with probability 1/4, and the interval is widened for two clusters (t with one
+    degree of freedom); drawn as six independent members, all six gold (-0) has probability 1/64 < 2.5%, so the
+    97.5th percentile is the next value, one reversed of six: -200/6."""
     boot = STSBootstrap(["T1"], resamples=2000, seed=5, gold=GOLD)
     up, down = boot.draws(record([1, 2, 3, 4]), "up"), boot.draws(record([4, 3, 2, 1]), "down")
     b, seeds, clusters = [up, up, up, down, down, down], [1, 2, 3, 1, 2, 3], [1, 1, 1, 2, 2, 2]
     nested = group_difference([up], b, boot, [1], seeds, [None], clusters)["T1"]
     assert nested.estimate == pytest.approx(-100.0)
-    assert (nested.low, nested.high) == (-200.0, 0.0)
+    # by cluster the draws are 0, -100, -200 with probabilities 1/4, 1/2, 1/4: sd 100/sqrt(2); two clusters widen
+    # it by t_1 at 97.5% (12.706) x sqrt(2/1), about 1271 either side
+    half = 12.7062 * np.sqrt(2) * 100 / np.sqrt(2)
+    assert nested.high - nested.estimate == pytest.approx(half, rel=0.05)
+    assert nested.estimate - nested.low == pytest.approx(half, rel=0.05)
     flat = group_difference([up], b, boot, [1], seeds)["T1"]
     assert flat.high == pytest.approx(-200 / 6)
     # compare_groups passes each Result's cluster through: its interval is group_difference's with clusters

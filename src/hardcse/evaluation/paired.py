@@ -7,10 +7,15 @@ each resample; avg7 is the mean over the seven tasks of a resample. A group of r
 scores the mean over its members; on each resample its members are drawn with replacement too, paired by seed
 when both groups ran the same seeds (seed s of A beside seed s of B: same data sample and order), independently
 otherwise, so the interval covers the spread between seeds as well as between test pairs. Members that come in
-clusters (several training seeds on each generation run's data) are drawn in two stages: the clusters with
-replacement (paired by cluster where both groups hold the same ones), then members within each drawn cluster
-(paired by seed where a cluster holds the same seeds on both sides), so the spread between clusters counts as
-the clusters' number, not the members'. The 2.5th and
+clusters (several training seeds on each generation run's data) are drawn by cluster: the clusters with
+replacement (paired by cluster where both groups hold the same ones), each drawn cluster with all its members, so
+the spread between clusters counts as the clusters' number, not the members'; the members' own spread is already
+in each cluster's mean (resampling it again would count it twice: Davison & Hinkley 1997, section 3.8). With few
+clusters a percentile interval would be too narrow (the bootstrap variance of a mean of G is (G-1)/G of the usual
+estimate, and its quantiles are normal ones where t with G-1 degrees of freedom belongs), so a clustered
+difference's interval is the estimate +- t_{G-1} x sqrt(G/(G-1)) x the bootstrap's standard deviation, G the
+fewer clusters of the two groups that have more than one: conservative, since the test pairs' part of that
+spread needs no such widening. Otherwise the 2.5th and
 97.5th percentiles of B - A give the 95% interval. Two single models, or two identical groups, resample no
 seeds. Vectorised: a resample is a count per pair, so ranks with ties averaged (as ``spearmanr`` ranks) come
 from one sort per model and task and cumulative counts, and Spearman is a count-weighted correlation of them; no
@@ -167,34 +172,34 @@ def _cluster_table(seeds: Sequence[int | None], clusters: Sequence[int | None]) 
     return ids, np.array(rows, dtype=np.int64)
 
 
-def _nested_choice(
-    seeds_a: Sequence[int | None],
-    seeds_b: Sequence[int | None],
+def _cluster_choice(
     clusters_a: Sequence[int | None],
     clusters_b: Sequence[int | None],
+    seeds_a: Sequence[int | None],
+    seeds_b: Sequence[int | None],
     resamples: int,
     seed: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(R, G x T) member indices of each group for each resample, in two stages: G clusters drawn with
-    replacement, then T members within each drawn cluster. Groups that hold the same clusters draw the same ones;
-    where every cluster also holds the same seeds on both sides, the members within are drawn alike too."""
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(R, G x T) member indices of each group for each resample: G clusters drawn with replacement, each with all
+    its T members (in seed order), and each group's G. Groups that hold the same clusters draw the same ones."""
     rng = np.random.default_rng(seed + 1)  # apart from the test-pair resamples
     ids_a, table_a = _cluster_table(seeds_a, clusters_a)
     ids_b, table_b = _cluster_table(seeds_b, clusters_b)
 
-    def draw(shape: tuple[int, ...], k: int) -> np.ndarray:
-        return rng.integers(0, k, size=(resamples, *shape)) if k > 1 else np.zeros((resamples, *shape), np.int64)
+    def draw(k: int) -> np.ndarray:
+        return rng.integers(0, k, size=(resamples, k)) if k > 1 else np.zeros((resamples, 1), dtype=np.int64)
 
+    pick_a = draw(len(ids_a))
     same_clusters = ids_a == ids_b and all(key[0] == "cluster" for key in ids_a)
-    cluster_a = draw(table_a.shape[:1], len(ids_a))
-    cluster_b = cluster_a if same_clusters else draw(table_b.shape[:1], len(ids_b))
-    member_a = draw(table_a.shape, table_a.shape[1])
-    seeds_of = [[seeds_a[i] for i in row] for row in table_a], [[seeds_b[i] for i in row] for row in table_b]
-    same_seeds = same_clusters and seeds_of[0] == seeds_of[1] and None not in [s for row in seeds_of[0] for s in row]
-    member_b = member_a if same_seeds else draw(table_b.shape, table_b.shape[1])
-    pick_a = table_a[cluster_a[:, :, None], member_a].reshape(resamples, -1)
-    pick_b = table_b[cluster_b[:, :, None], member_b].reshape(resamples, -1)
-    return pick_a, pick_b
+    pick_b = pick_a if same_clusters else draw(len(ids_b))
+    return table_a[pick_a].reshape(resamples, -1), table_b[pick_b].reshape(resamples, -1), len(ids_a), len(ids_b)
+
+
+def _few_clusters_factor(clusters: int) -> float:
+    """t_{G-1} at 97.5% x sqrt(G / (G - 1)): a 95% half-width in units of the cluster bootstrap's sd (module doc)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, clusters - 1) * np.sqrt(clusters / (clusters - 1)))
 
 
 def group_difference(
@@ -208,17 +213,19 @@ def group_difference(
 ) -> dict[str, Interval]:
     """mean(B) - mean(A) per task and for the average (columns every member has), each an :class:`Interval` whose
     estimate is the difference of the groups' mean scores on the test pairs themselves. With ``clusters`` (e.g.
-    the generation run whose data trained each member) the members are resampled in two stages."""
+    the generation run whose data trained each member) whole clusters are resampled (module doc)."""
     if not a or not b:
         raise ValueError("group_difference needs at least one model on each side")
     seeds_a = list(seeds_a) if seeds_a is not None else [None] * len(a)
     seeds_b = list(seeds_b) if seeds_b is not None else [None] * len(b)
+    clusters = None  # the fewer clusters of the groups that have several: widens the interval (module doc)
     if clusters_a is None and clusters_b is None:
         pick_a, pick_b = _member_choice(seeds_a, seeds_b, boot.resamples, boot.seed)
     else:
         clusters_a = list(clusters_a) if clusters_a is not None else [None] * len(a)
         clusters_b = list(clusters_b) if clusters_b is not None else [None] * len(b)
-        pick_a, pick_b = _nested_choice(seeds_a, seeds_b, clusters_a, clusters_b, boot.resamples, boot.seed)
+        pick_a, pick_b, *counts = _cluster_choice(clusters_a, clusters_b, seeds_a, seeds_b, boot.resamples, boot.seed)
+        clusters = min((g for g in counts if g > 1), default=None)
     rows = np.arange(boot.resamples)[:, None]
     out = {}
     for column in [*boot.tasks, boot.average]:
@@ -228,7 +235,11 @@ def group_difference(
         draws_b = np.stack([m.draws[column] for m in b], axis=1)[rows, pick_b].mean(axis=1)
         estimate = float(np.mean([m.estimate[column] for m in b]) - np.mean([m.estimate[column] for m in a]))
         # a resample that repeats one pair has no Spearman (NaN, as in scipy); it only happens on tiny tasks
-        low, high = np.nanpercentile(draws_b - draws_a, [2.5, 97.5])
+        if clusters is None:
+            low, high = np.nanpercentile(draws_b - draws_a, [2.5, 97.5])
+        else:
+            half = _few_clusters_factor(clusters) * float(np.nanstd(draws_b - draws_a))
+            low, high = estimate - half, estimate + half
         out[column] = Interval(estimate, float(low), float(high), boot.pairs_in(column))
     return out
 
