@@ -1,4 +1,4 @@
-"""Issue 42 item 4, first part: where an ART round's time goes, read from the records of runs already made.
+"""Issue 42 item 4: where an ART run's time goes, read from the records of runs already made.
 
     python benchmarks/run_time.py
 
@@ -6,9 +6,11 @@ From benchmarks/results/hard_correct/records/ (one round each at cpu-full's RL s
 held-out anchors; runs of 2026-11-26, machine in their manifests): each stage's seconds (the run's manifest.json)
 and, for a run that tuned its own generator, the mean seconds of an RL step's parts (round_1/generator/rl_log.jsonl:
 sampling, scoring, the policy's and the reference's forwards, the optimisation). A run that reused a tuned
-generator (reuse: true) shows its copy's seconds for the generator stage. Writes benchmarks/results/run_time.md.
-No run is made: the figures are what those runs logged (they ran one at a time; short table previews and small
-test files ran beside some of them).
+generator (reuse: true) shows its copy's seconds for the generator stage. Then issue 42's evidence runs
+(benchmarks/results/art_evidence/records/): each run's stages summed over its rounds, so what the caches saved shows
+(a round tuned before from the same inputs is copied; the raw generator's held-out texts are generated once).
+Writes benchmarks/results/run_time.md. No run is made: the figures are what those runs logged (they ran one at a
+time; short table previews and small test files ran beside some of them, as their records' commits say).
 """
 
 import json
@@ -18,6 +20,7 @@ from machine_line import recorded_runs
 
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
+EVIDENCE = RESULTS / "art_evidence" / "records"
 STEP_PARTS = {  # rl_log.jsonl key: what it times
     "generation_s": "sampling",
     "scoring_s": "scoring (reward)",
@@ -75,8 +78,35 @@ def main() -> None:
         if means and seconds[record.name].get("round_1.generator", 0) > 60:  # not a copy of another run's tuning
             cells = [f"{means[k]:.2f} ({means[k] / sum(means.values()):.0%})" for k in STEP_PARTS]
             lines.append(f"| {record.name} | " + " | ".join(cells) + f" | {sum(means.values()):.2f} |")
+    lines += evidence_lines(sorted(p for p in EVIDENCE.glob("*") if (p / "manifest.json").is_file()))
     (RESULTS / "run_time.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def evidence_lines(records: list[Path]) -> list[str]:
+    """Issue 42's runs: minutes per kind of stage, summed over the rounds (round_N.KIND), and the whole run."""
+    if not records:
+        return []
+    minutes = {r.name: {} for r in records}
+    for record in records:
+        for stage, seconds in stage_seconds(record).items():
+            kind = stage.split(".", 1)[1] if stage.startswith("round_") and stage[6:7] != "0" else stage
+            minutes[record.name][kind] = minutes[record.name].get(kind, 0.0) + seconds / 60
+    kinds = list(dict.fromkeys(k for run in minutes.values() for k in run))
+    lines = [
+        "",
+        "Issue 42's evidence runs (benchmarks/results/art_evidence/records/), minutes per kind of stage summed over"
+        " the rounds (generator: RL, or its copy where a round tuned before from the same inputs was reused):",
+        "",
+        recorded_runs({r.name: r for r in records}),
+        "",
+        "| run | " + " | ".join(kinds) + " | total min |",
+        "|---|" + "---:|" * (len(kinds) + 1),
+    ]
+    for name, run in minutes.items():
+        cells = [f"{run[k]:.1f}" if k in run else "-" for k in kinds]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(run.values()):.1f} |")
+    return lines
 
 
 if __name__ == "__main__":
