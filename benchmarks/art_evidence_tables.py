@@ -111,7 +111,8 @@ def _members(c: Comparison, name: str) -> str:
     """'5 generation seeds x 3 training seeds' (a group's members)."""
     generations = {m.cluster if m.cluster is not None else m.seed for m in c.groups[name]}
     per = len(c.groups[name]) // len(generations)
-    return f"{len(generations)} generation seeds" + (f" x {per} training seeds" if per > 1 else "")
+    plural = "s" if len(generations) > 1 else ""
+    return f"{len(generations)} generation seed{plural}" + (f" x {per} training seeds" if per > 1 else "")
 
 
 def label(name: str) -> str:
