@@ -92,7 +92,9 @@ def evidence_lines(records: list[Path]) -> list[str]:
         for stage, seconds in stage_seconds(record).items():
             kind = stage.split(".", 1)[1] if stage.startswith("round_") and stage[6:7] != "0" else stage
             minutes[record.name][kind] = minutes[record.name].get(kind, 0.0) + seconds / 60
-    kinds = list(dict.fromkeys(k for run in minutes.values() for k in run))
+    order = ["round_0.eval", "generator", "synthesis", "heldout", "encoder", "eval", "measures"]  # a round's order
+    present = list(dict.fromkeys(k for run in minutes.values() for k in run))
+    kinds = [k for k in order if k in present] + [k for k in present if k not in order]
     lines = [
         "",
         "Issue 42's evidence runs (benchmarks/results/art_evidence/records/), minutes per kind of stage summed over"
