@@ -21,6 +21,12 @@ from machine_line import recorded_runs
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
 EVIDENCE = RESULTS / "art_evidence" / "records"
+# what shared the cores with an evidence run (written down as each record was committed; its commit says the same)
+SHARED = {
+    "cpu-full-seed-42": "round 1's synthesis shared the cores with a 7.6-min table rebuild (nice 10)",
+    "cpu-full-grpo-seed-42": "its last ~35 min shared the cores with a fresh-clone `make test`",
+    "art-two-negatives-seed-42": "its first ~15 min shared the cores with the end of a fresh-clone `make test`",
+}
 STEP_PARTS = {  # rl_log.jsonl key: what it times
     "generation_s": "sampling",
     "scoring_s": "scoring (reward)",
@@ -60,12 +66,8 @@ def main() -> None:
         "",
         "Seconds per stage (manifest.json; a reused generator's stage is its copy):",
         "",
-        "| run | " + " | ".join(stages) + " | total min |",
-        "|---|" + "---:|" * (len(stages) + 1),
+        *stage_table(seconds, stages, digits=0, per_minute=60),
     ]
-    for name, run in seconds.items():
-        cells = [f"{run[s]:.0f}" if s in run else "-" for s in stages]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(run.values()) / 60:.1f} |")
     lines += [
         "",
         "An RL step's parts, mean seconds over the logged steps (rl_log.jsonl; runs that tuned their own generator):",
@@ -102,12 +104,19 @@ def evidence_lines(records: list[Path]) -> list[str]:
         "",
         recorded_runs({r.name: r for r in records}),
         "",
-        "| run | " + " | ".join(kinds) + " | total min |",
-        "|---|" + "---:|" * (len(kinds) + 1),
+        *stage_table(minutes, kinds, digits=1, per_minute=1),
+        "",
+        *(f"- {name}: {SHARED[name]}." for name in minutes if name in SHARED),
     ]
-    for name, run in minutes.items():
-        cells = [f"{run[k]:.1f}" if k in run else "-" for k in kinds]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(run.values()):.1f} |")
+    return lines
+
+
+def stage_table(runs: dict[str, dict[str, float]], stages: list[str], digits: int, per_minute: float) -> list[str]:
+    """A Markdown table: one row per run, its time in each stage ('-' where it had none) and its total minutes."""
+    lines = ["| run | " + " | ".join(stages) + " | total min |", "|---|" + "---:|" * (len(stages) + 1)]
+    for name, run in runs.items():
+        cells = [f"{run[s]:.{digits}f}" if s in run else "-" for s in stages]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(run.values()) / per_minute:.1f} |")
     return lines
 
 
