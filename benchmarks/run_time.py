@@ -24,8 +24,8 @@ EVIDENCE = RESULTS / "art_evidence" / "records"
 # what shared the cores with an evidence run (written down as each record was committed; its commit says the same)
 SHARED = {
     "cpu-full-seed-42": "round 1's synthesis shared the cores with a 7.6-min table rebuild (nice 10)",
-    "cpu-full-grpo-seed-42": "its last ~35 min shared the cores with a fresh-clone `make test`",
-    "art-two-negatives-seed-42": "its first ~15 min shared the cores with the end of a fresh-clone `make test`",
+    "cpu-full-grpo-seed-42": "all but its first ~6 min (~35 min) shared the cores with a fresh-clone `make test`",
+    "art-two-negatives-seed-42": "its first ~19 min shared the cores with the end of a fresh-clone `make test`",
 }
 STEP_PARTS = {  # rl_log.jsonl key: what it times
     "generation_s": "sampling",
