@@ -145,6 +145,14 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
         " (read off its interval).",
         "",
     ]
+    single = [n for n, members in assay.groups.items() if len({m.cluster for m in members}) == 1]
+    if single:
+        lines += [
+            f"Interim: {', '.join(f'`{n}`' for n in single)} {'has' if len(single) == 1 else 'have'} one generation "
+            "run so far; an interval with one run a side covers the test pairs alone, not the spread between runs "
+            "or training seeds: not an answer yet.",
+            "",
+        ]
     for question, pairs in questions:
         parts = []
         for reference, name in pairs:
