@@ -74,9 +74,10 @@ def evidence_pairs(names: list[str]) -> list[tuple[str, str]]:
     return pairs + [(MAIN, n) for n in names if MAIN in names and n not in (MAIN, BASELINE, MINED)]
 
 
-def final_comparison(groups: dict[str, list[Result]]) -> Comparison:
-    """The adaptive runs' own final encoders, one a generation seed: group means with paired bootstrap intervals
-    over test pairs and seeds (paired by seed where both ran it)."""
+def evidence_comparison(groups: dict[str, list[Result]]) -> Comparison:
+    """``evidence_pairs`` of ``groups`` with paired bootstrap intervals: for the adaptive runs' own final encoders
+    (one a generation seed, paired by seed) and for the assay (members clustered by generation run: whole runs
+    resampled, paired by generation seed, the interval widened for few runs; hardcse/evaluation/paired.py)."""
     return compare_groups(groups, evidence_pairs(list(groups)))
 
 
@@ -87,12 +88,6 @@ def assay_groups(folders: list[Path], assay: Path, train_seeds: list[int]) -> di
         members = assayed(folder.name, assay, train_seeds, int(seed_of(folder)), cluster=True)
         groups.setdefault(setting(folder), []).extend(members)
     return groups
-
-
-def assay_comparison(groups: dict[str, list[Result]]) -> Comparison:
-    """The assay's intervals: hierarchical paired bootstrap (generation runs, then training seeds within each,
-    paired by seed where both settings ran it; test pairs shared)."""
-    return compare_groups(groups, evidence_pairs(list(groups)))
 
 
 def said(c: Comparison, a: str, b: str) -> str | None:

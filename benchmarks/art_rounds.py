@@ -38,11 +38,10 @@ from pathlib import Path
 from art_evidence_tables import (
     BASELINE,
     answer_lines,
-    assay_comparison,
     assay_groups,
     assay_lines,
+    evidence_comparison,
     evidence_lines,
-    final_comparison,
     per_seed_tables,
     seed_groups,
     setting_groups,
@@ -272,8 +271,8 @@ def write_page(
 ) -> None:
     """benchmarks/results/art_evidence.md and its plots, from the records alone."""
     EVIDENCE.mkdir(parents=True, exist_ok=True)
-    comparison = final_comparison(setting_groups(folders))
-    assay = assay_comparison(assay_groups(folders, ASSAY, train_seeds))
+    comparison = evidence_comparison(setting_groups(folders))
+    assay = evidence_comparison(assay_groups(folders, ASSAY, train_seeds))
     assays = [a for f in folders for a in json.loads((ASSAY / f"{f.name}.json").read_text("utf-8"))["assays"]]
     # the records' own dates, not today's: a rebuild from the records is byte-identical on any day
     made = sorted({json.loads((f / "manifest.json").read_text(encoding="utf-8"))["created"][:10] for f in folders})
