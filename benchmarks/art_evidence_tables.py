@@ -55,14 +55,20 @@ def setting_groups(folders: list[Path]) -> dict[str, list[Result]]:
     return groups
 
 
+def name_and_seed(record_name: str) -> tuple[str, int]:
+    """'cpu-full-seed-42' -> ('cpu-full', 42): the config name and generation seed of a record NAME-seed-S."""
+    name, _, seed = record_name.rpartition("-seed-")
+    return name, int(seed)
+
+
 def setting(folder: Path) -> str:
     """The config name of a record folder NAME-seed-S."""
-    return folder.name.rsplit("-seed-", 1)[0]
+    return name_and_seed(folder.name)[0]
 
 
-def seed_of(folder: Path) -> str:
-    """The seed of a record folder NAME-seed-S."""
-    return folder.name.rsplit("-seed-", 1)[1]
+def seed_of(folder: Path) -> int:
+    """The generation seed of a record folder NAME-seed-S."""
+    return name_and_seed(folder.name)[1]
 
 
 def evidence_pairs(names: list[str]) -> list[tuple[str, str]]:
@@ -85,7 +91,7 @@ def assay_groups(folders: list[Path], assay: Path, train_seeds: list[int]) -> di
     """Each setting's assayed encoders (a run's training data x each training seed), clustered by generation seed."""
     groups: dict[str, list[Result]] = {}
     for folder in folders:
-        members = assayed(folder.name, assay, train_seeds, int(seed_of(folder)), cluster=True)
+        members = assayed(folder.name, assay, train_seeds, seed_of(folder), cluster=True)
         groups.setdefault(setting(folder), []).extend(members)
     return groups
 

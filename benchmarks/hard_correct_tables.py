@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from art_evidence_tables import HELDOUT, heldout_rows
+from art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
 from art_rounds import NLI_RECORD, model_digest
 from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
@@ -173,8 +173,7 @@ def kept_difference(judged: Judged, a: list[str], b: list[str], column: str) -> 
 
 def variant_of(record_name: str) -> tuple[str, int]:
     """'paper-seed-42' -> ('paper', 42) (a judged name's UNGUARDED suffix aside)."""
-    name, _, seed = record_name.removesuffix(UNGUARDED).rpartition("-seed-")
-    return name, int(seed)
+    return name_and_seed(record_name.removesuffix(UNGUARDED))
 
 
 def assay_pairs(variants: list[str]) -> list[tuple[str, str]]:
