@@ -51,7 +51,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.data.triplets import write_triplets
 from hardcse.run_folder import seeds as seed_keys
-from machine_line import recorded_machines
+from machine_line import NLI_RECORD, code_line, nli_line, recorded_machines
 from record_assay import assay_record, training_triplets
 
 RESULTS = Path(__file__).parent / "results"
@@ -162,9 +162,6 @@ def write_record(run_dir: Path, record: Path) -> None:
     partial.rename(record)
 
 
-NLI_RECORD = "nli_models.json"
-
-
 def write_nli_record(record: Path) -> None:
     """``record/NLI_RECORD``: the discriminator and judge of the record's config, each by the SHA-256 of its model
     folder's files (runs from several sessions are comparable only where these agree: a model trained again, on
@@ -270,6 +267,9 @@ def write_page(
     folders: list[Path], names: list[tuple[str, int]], only: list[str] | None, seeds: list[int], train_seeds: list[int]
 ) -> None:
     """benchmarks/results/art_evidence.md and its plots, from the records alone."""
+    nli = nli_line(folders)
+    if not nli.startswith("NLI models of every run"):
+        sys.exit(f"error: {nli} Runs judged by other models are not compared: run them again with --linked-nli")
     EVIDENCE.mkdir(parents=True, exist_ok=True)
     comparison = evidence_comparison(setting_groups(folders))
     assay = evidence_comparison(assay_groups(folders, ASSAY, train_seeds))
@@ -280,6 +280,8 @@ def write_page(
         f"# ART's evidence on a 2-core CPU: adaptive rounds, baselines and ablations ({', '.join(made)})",
         "",
         recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
+        nli,
+        code_line(folders),  # an error where runs of other code would be compared
         "",
         "Commands:",
         "",

@@ -40,7 +40,6 @@ from hard_correct_tables import (
     heldout_detail_rows,
     judged_kept,
     judged_rows,
-    nli_line,
     variant_of,
 )
 from hardcse.art.config import ArtRunConfig
@@ -48,7 +47,7 @@ from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets, write_triplets
 from hardcse.evaluation.compare import compare_groups, write_comparison
 from hardcse.evaluation.results import Result
-from machine_line import machine_line, recorded_runs
+from machine_line import machine_line, nli_line, recorded_runs
 from record_assay import assay_record, assayed
 
 RESULTS = Path(__file__).parent / "results"
@@ -134,7 +133,8 @@ def assay_groups(records: list[Path], train_seeds: list[int]) -> dict[str, list[
     groups: dict[str, list[Result]] = {}
     for record in records:
         variant, generation = variant_of(record.name)
-        groups.setdefault(variant, []).extend(assayed(record.name, ASSAY, train_seeds, generation))
+        data = read_triplets(record / "round_1" / "triplets.csv")
+        groups.setdefault(variant, []).extend(assayed(record.name, ASSAY, train_seeds, generation, data))
     return groups
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
-from art_rounds import NLI_RECORD, model_digest
+from art_rounds import model_digest
 from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
@@ -18,6 +18,7 @@ from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
 from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
+from machine_line import NLI_RECORD
 
 GUARDS = ("negative_entailed", "mined_negative_entailed", "positive_is_negative")  # the filter's last checks
 GUARD_DROPPED = "round_1/guard_dropped.csv"  # a record's triplets that only GUARDS dropped
@@ -41,22 +42,6 @@ def data_rows(records: list[Path]) -> list[str]:
         cells += [difference(held, k) if held else "-" for k in HELDOUT]
         lines.append(f"| {record.name} | {len(triplets)} | " + " | ".join(cells) + " |")
     return lines
-
-
-def nli_line(records: list[Path]) -> str:
-    """Which NLI models the runs used (their records' NLI_RECORD): one pair for all, or each run's."""
-    used = {}
-    for record in records:
-        path = record / NLI_RECORD
-        models = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        used[record.name] = (
-            "not recorded"
-            if models is None
-            else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
-        )
-    if len(set(used.values())) == 1:
-        return f"NLI models of every run (SHA-256 of their weights): {next(iter(used.values()))}."
-    return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
 
 
 def heldout_detail_rows(records: list[Path]) -> list[str]:

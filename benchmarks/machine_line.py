@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from datetime import date as _date
 from pathlib import Path
 
@@ -94,3 +95,54 @@ def recorded_runs(records: dict[str, Path]) -> str:
     """:func:`recorded_dates` and :func:`recorded_machines` of stored runs (run name -> its record folder), one
     line: what a table rebuilt from the records says of when and where its runs ran."""
     return f"{recorded_dates(records)} {recorded_machines(records)}"
+
+
+NLI_RECORD = "nli_models.json"  # an ART record's NLI models by their weights' digest (art_rounds.write_nli_record)
+
+
+def nli_line(records: list[Path]) -> str:
+    """Which NLI models the runs used (their records' NLI_RECORD): one pair for all, or each run's."""
+    used = {}
+    for record in records:
+        path = record / NLI_RECORD
+        models = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        used[record.name] = (
+            "not recorded"
+            if models is None
+            else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
+        )
+    if len(set(used.values())) == 1:
+        return f"NLI models of every run (SHA-256 of their weights): {next(iter(used.values()))}."
+    return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
+
+
+# what may differ between the code of runs that are compared: the evaluation (the pages compute it again from the
+# records) and the shipped configs (each record keeps the config it ran)
+CODE_THAT_MAY_DIFFER = ("src/hardcse/evaluation/", "src/hardcse/shipped/configs/")
+
+
+def code_line(records: list[Path], repo: Path = Path(__file__).parent) -> str:
+    """One sentence: the commits the runs' manifests name, after checking that their src/hardcse differs only in
+    CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files and runs otherwise: runs of other code
+    are not compared."""
+    commits: dict[str, list[str]] = {}
+    for record in records:
+        commit = json.loads((record / "manifest.json").read_text(encoding="utf-8"))["git_commit"]
+        commits.setdefault(commit, []).append(record.name)
+    first, *others = commits
+    for commit in others:
+        diff = ["git", "diff", "--name-only", first, commit, "--", "src/hardcse"]
+        done = subprocess.run(diff, cwd=repo, capture_output=True, text=True)
+        if done.returncode:
+            sys.exit(f"error: git cannot compare commits {first[:8]} and {commit[:8]}: {done.stderr.strip()}")
+        differ = [f for f in done.stdout.split() if not f.startswith(CODE_THAT_MAY_DIFFER)]
+        if differ:
+            sys.exit(
+                f"error: {', '.join(commits[commit])} ran commit {commit[:8]}, whose {', '.join(differ[:3])} differ "
+                f"from {first[:8]}'s ({', '.join(commits[first])}): run them again on one code"
+            )
+    named = ", ".join(c[:8] for c in commits)
+    return (
+        f"Code of the runs (their manifests' commits): {named}; src/hardcse is the same in all but evaluation/ "
+        "(the page computes it again) and the shipped configs (each record keeps the config it ran)."
+    )

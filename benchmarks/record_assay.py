@@ -2,11 +2,13 @@
 continued in another session) redoes only what is missing: the shared step of benchmarks/hard_correct.py (one
 round's kept triplets) and benchmarks/art_rounds.py (every round's training triplets).
 
-Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, and each
-assay's command, date, minutes and machine.
+Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, the
+SHA-256 of the assayed triplets (what decides the evaluations besides rows and steps: a record run again with other
+data is refused, not paired with the old evaluations) and each assay's command, date, minutes and machine.
 """
 
 import gzip
+import hashlib
 import json
 import shlex
 import sys
@@ -30,20 +32,27 @@ def training_triplets(record: Path) -> list[Triplet]:
     return [t for r in rounds for t in read_triplets(r / "triplets.csv")[:per_round]]
 
 
+def triplets_digest(triplets: list[Triplet]) -> str:
+    """SHA-256 of the triplets' texts, in order (the key of an assay's evaluations)."""
+    return hashlib.sha256(json.dumps(triplets, ensure_ascii=False).encode()).hexdigest()
+
+
 def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list[int], rows: int, steps: int) -> None:
     """``hardcse assay`` of ``data``'s first ``rows`` triplets for ``steps`` steps at the training seeds not yet
     kept in ``out`` (run folder under ``work``)."""
     meta_path = out / f"{name}.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
-    if meta and (meta["rows"], meta["steps"]) != (rows, steps):
+    digest = triplets_digest(read_triplets(data)[:rows])
+    if meta and (meta["rows"], meta["steps"], meta.get("data_sha256")) != (rows, steps, digest):
         sys.exit(
-            f"error: {meta_path}: assayed at rows={meta['rows']}, steps={meta['steps']}, now rows={rows}, "
-            f"steps={steps}; remove {out}/{name}.* to assay it again (and the others it is compared with)"
+            f"error: {meta_path}: assayed at rows={meta['rows']}, steps={meta['steps']}, data "
+            f"{str(meta.get('data_sha256'))[:12]}, now rows={rows}, steps={steps}, data {digest[:12]} ({data}); "
+            f"remove {out}/{name}.* to assay it again (and the others it is compared with)"
         )
     missing = [t for t in train_seeds if not (out / f"{name}.t{t}.eval.json.gz").is_file()]
     if not missing:
         return
-    folder = work / f"{name}.t{'-'.join(map(str, missing))}"
+    folder = work / f"{name}-{digest[:12]}.t{'-'.join(map(str, missing))}"  # --resume never crosses data
     argv = [
         "assay", "--data", str(data), "--names", name, "--seeds", *map(str, missing), "--out", str(folder),
         f"rows={rows}", f"training.max_steps={steps}",
@@ -56,7 +65,7 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
     for seed in missing:
         evaluation = (folder / name / f"seed-{seed}" / "eval.json").read_bytes()
         (out / f"{name}.t{seed}.eval.json.gz").write_bytes(gzip.compress(evaluation, mtime=0))
-    meta = meta or {"rows": rows, "steps": steps, "assays": []}
+    meta = meta or {"rows": rows, "steps": steps, "data_sha256": digest, "assays": []}
     meta["assays"].append(
         {
             "seeds": missing,
@@ -69,9 +78,21 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
 
-def assayed(name: str, out: Path, train_seeds: list[int], generation: int, cluster: bool = False) -> list[Result]:
+def assayed(
+    name: str, out: Path, train_seeds: list[int], generation: int, data: list[Triplet], cluster: bool = False
+) -> list[Result]:
     """The assayed encoders of one record from ``out``: a member's seed is generation seed x 100 + training seed;
-    with ``cluster``, its cluster is the generation seed (the bootstrap then resamples generation runs first)."""
+    with ``cluster``, its cluster is the generation seed (the bootstrap then resamples generation runs first).
+    ``data``: the record's training triplets, whose first ``rows`` must be what was assayed."""
+    meta_path = out / f"{name}.json"
+    if not meta_path.is_file():
+        sys.exit(f"error: {meta_path} is missing; run the benchmark without --skip-runs to assay {name}")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("data_sha256") != triplets_digest(data[: meta["rows"]]):
+        sys.exit(
+            f"error: {meta_path} assayed other data than the record {name} holds now; remove {out}/{name}.* and "
+            "run the benchmark without --skip-runs to assay it again"
+        )
     members = []
     for seed in train_seeds:
         path = out / f"{name}.t{seed}.eval.json.gz"

@@ -3,17 +3,23 @@ sentences (verdict and the detectable difference), and the assay groups clustere
 
 import gzip
 import json
+import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 
-from art_evidence_tables import answer_lines, assay_groups, evidence_pairs  # noqa: E402
-from hardcse.evaluation.compare import Comparison  # noqa: E402
+from art_evidence_tables import answer_lines, assay_groups, evidence_comparison, evidence_pairs  # noqa: E402
+from hardcse.data.triplets import write_triplets  # noqa: E402
+from hardcse.evaluation.compare import Comparison, compare_groups  # noqa: E402
+from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
 from hardcse.evaluation.results import Result  # noqa: E402
 from hardcse.stats import Interval  # noqa: E402
+from machine_line import code_line  # noqa: E402
+from record_assay import assay_record, triplets_digest  # noqa: E402
 
 
 def test_evidence_pairs_raw_llm_first_then_mined_then_the_faithful_setting():
@@ -35,32 +41,81 @@ def members(name: str, generations: list[int], per: int) -> list[Result]:
     return [Result(name, {}, {"seed": g * 100 + t}, g) for g in generations for t in range(1, per + 1)]
 
 
-def test_answers_say_the_verdict_and_the_difference_each_comparison_could_detect():
-    """STS-B dev +0.10 [-0.10, +0.30]: no detectable difference; 80% power at (1.96 + 0.8416) x 0.40 / (2 x 1.96)
-    = 0.286. avg7 +0.20 [+0.10, +0.30]: higher; (1.96 + 0.8416) x 0.20 / 3.92 = 0.143."""
+def test_an_answer_is_its_declared_comparison_then_what_is_secondary():
+    """avg7 +0.20 [+0.10, +0.30]: higher; 80% power at (1.96 + 0.8416) x 0.20 / (2 x 1.96) = 0.143. STS-B dev +0.10
+    [-0.10, +0.30]: no detectable difference; (1.96 + 0.8416) x 0.40 / 3.92 = 0.286. The final encoders: avg7 only."""
     raw, ppo = "baseline-raw-llm", "cpu-full"
     diff = {"STS-B-dev": Interval(0.1, -0.1, 0.3, 1379), "avg7": Interval(0.2, 0.1, 0.3, 9000)}
     groups = {raw: members(raw, [42, 1], 3), ppo: members(ppo, [42, 1], 3)}
     assay = Comparison(groups, [(raw, ppo)], {(raw, ppo): diff}, 1000, 0)
-    final = Comparison({}, [], {}, 1000, 0)
+    final_groups = {raw: members(raw, [42, 1], 1), ppo: members(ppo, [42, 1], 1)}
+    final = Comparison(final_groups, [(raw, ppo)], {(raw, ppo): {"avg7": Interval(-0.3, -0.5, -0.1, 9000)}}, 1000, 0)
     lines = answer_lines(assay, final)
     assert lines[:2] == ["## Answers", ""]
     assert len(lines) == 6  # the preface, then one question answered: the others have no groups
     assert lines[4] == (
         "- **Does RL-tuning the generator write better training data than the raw generator?** ART (PPO, paper's "
-        "reward) (`cpu-full`) - raw generator (`baseline-raw-llm`), its data, assayed (2 generation seeds x 3 "
-        "training seeds against 2 generation seeds x 3 training seeds): STS-B dev no detectable difference (+0.10 "
-        "[-0.10, +0.30]), avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a true difference of 0.29 and "
-        "0.14)."
+        "reward) (`cpu-full`) - raw generator (`baseline-raw-llm`), its data assayed (2 generation seeds x 3 "
+        "training seeds a side): avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a true difference of "
+        "0.14). Secondary: the same data on STS-B dev no detectable difference (+0.10 [-0.10, +0.30]) (80% power "
+        "for a true difference of 0.29); its own final encoders: avg7 lower by 0.30 (-0.30 [-0.50, -0.10]) (80% "
+        "power for a true difference of 0.29)."
     )
 
 
+def test_with_one_run_a_side_an_answer_is_interim_without_a_verdict():
+    raw, ppo = "baseline-raw-llm", "cpu-full"
+    diff = {"STS-B-dev": Interval(0.1, 0.05, 0.15, 1379), "avg7": Interval(0.2, 0.1, 0.3, 9000)}
+    groups = {raw: members(raw, [42], 3), ppo: members(ppo, [42, 1], 3)}
+    assay = Comparison(groups, [(raw, ppo)], {(raw, ppo): diff}, 1000, 0)
+    line = answer_lines(assay, Comparison({}, [], {}, 1000, 0))[4]
+    assert "(1 generation seed x 3 training seeds a side): interim, one generation run a side: avg7 +0.20 " in line
+    assert "higher" not in line and "power" not in line
+
+
+def write_eval(path: Path, scores: list[float]) -> None:
+    """An eval.json.gz whose STS12 cosines are ``scores`` against gold 1..n (Spearman 100 when they rise)."""
+    gold = list(range(1, len(scores) + 1))
+    record = {"scores": {"STS12": 0.0}, "cosines": {"STS12": {"gold": gold, "cosine": scores}}}
+    path.write_bytes(gzip.compress(json.dumps(record).encode()))
+
+
+def test_pairs_are_compared_on_the_generation_seeds_both_sides_ran():
+    """An ablation with seed 42 alone against cpu-full with 42 and 1: paired on 42 only (the same interval as a
+    comparison of the two seed-42 runs alone), not against cpu-full's mean over both seeds."""
+    n = len(STSBootstrap(["STS12"], 2, 0).gold["STS12"])
+    rng = np.random.default_rng(0)
+
+    def result(name: str, generation: int) -> Result:
+        record = {"scores": {"STS12": 0.0}, "cosines": {"STS12": rng.random(n).tolist()}}
+        return Result(f"{name}-{generation}", record, {"seed": generation}, generation)
+
+    cpu_full, ablation = [result("cpu-full", 42), result("cpu-full", 1)], [result("ablation-one-round", 42)]
+    c = evidence_comparison({"cpu-full": cpu_full, "ablation-one-round": ablation})
+    assert c.pairs == [("cpu-full", "ablation-one-round")]
+    assert [len(m) for m in c.groups.values()] == [2, 1]  # the tables keep every run
+    alone = compare_groups({"cpu-full": cpu_full[:1], "ablation-one-round": ablation}, c.pairs)
+    assert c.differences[c.pairs[0]]["STS12"] == alone.differences[c.pairs[0]]["STS12"]
+    both = compare_groups({"cpu-full": cpu_full, "ablation-one-round": ablation}, c.pairs)
+    assert c.differences[c.pairs[0]]["STS12"].estimate != both.differences[c.pairs[0]]["STS12"].estimate
+
+
+def write_record(folder: Path, rows: list[tuple[str, str, str]]) -> None:
+    (folder / "round_1").mkdir(parents=True)
+    (folder / "config.yaml").write_text("triplets_per_round: 2\n")
+    write_triplets(folder / "round_1" / "triplets.csv", rows)
+
+
 def test_assay_groups_cluster_each_run_s_members_by_its_generation_seed(tmp_path):
-    for name in ("cpu-full-seed-42", "cpu-full-seed-1"):
+    rows = [("a", "b", "c"), ("d", "e", "f"), ("g", "h", "i")]
+    folders = [tmp_path / "records" / "cpu-full-seed-42", tmp_path / "records" / "cpu-full-seed-1"]
+    for folder in folders:
+        write_record(folder, rows)
+        meta = {"rows": 2, "steps": 9, "data_sha256": triplets_digest(rows[:2]), "assays": []}
+        (tmp_path / f"{folder.name}.json").write_text(json.dumps(meta))
         for t in (1, 2):
             record = {"scores": {"STS12": t}}
-            (tmp_path / f"{name}.t{t}.eval.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
-    folders = [Path("records/cpu-full-seed-42"), Path("records/cpu-full-seed-1")]
+            (tmp_path / f"{folder.name}.t{t}.eval.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
     groups = assay_groups(folders, tmp_path, [1, 2])
     assert list(groups) == ["cpu-full"]
     assert [(m.label, m.seed, m.cluster) for m in groups["cpu-full"]] == [
@@ -69,3 +124,53 @@ def test_assay_groups_cluster_each_run_s_members_by_its_generation_seed(tmp_path
     ]  # fmt: skip
     with pytest.raises(SystemExit, match=r"cpu-full-seed-42.t3.eval.json.gz is missing"):
         assay_groups(folders, tmp_path, [3])
+    # the record's training data changed after its assay: its evaluations are refused, not paired with the new data
+    write_triplets(folders[1] / "round_1" / "triplets.csv", [("a", "b", "c"), ("x", "e", "f")])
+    with pytest.raises(SystemExit, match=r"cpu-full-seed-1.json assayed other data than the record cpu-full-seed-1"):
+        assay_groups(folders, tmp_path, [1, 2])
+
+
+def test_an_assay_of_other_data_under_a_kept_name_is_refused(tmp_path):
+    """assay_record keys what it keeps by the assayed triplets' digest (rows and steps beside it): a record run
+    again with other data is refused before anything is trained."""
+    data = tmp_path / "data.csv"
+    write_triplets(data, [("a", "b", "c"), ("d", "e", "f")])
+    meta = {"rows": 2, "steps": 9, "data_sha256": triplets_digest([("a", "b", "c"), ("d", "e", "x")]), "assays": []}
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(SystemExit, match=r"run.json: assayed at rows=2, steps=9, data [0-9a-f]{12}, now rows=2, "):
+        assay_record("run", data, tmp_path, tmp_path / "work", [1], 2, 9)
+    assert not (tmp_path / "work").exists()
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_records_of_other_code_are_not_compared(tmp_path):
+    """code_line: commits that differ in evaluation/ or the shipped configs pass; one that changed other code of
+    src/hardcse stops the page, naming the file and the runs."""
+    repo = tmp_path / "repo"
+    (repo / "src/hardcse/evaluation").mkdir(parents=True)
+    (repo / "src/hardcse/art").mkdir(parents=True)
+    git(repo, "init", "-q")
+    commits = []
+    for path, text in [
+        ("src/hardcse/art/run.py", "a"),
+        ("src/hardcse/evaluation/paired.py", "b"),
+        ("src/hardcse/art/run.py", "c"),
+    ]:
+        (repo / path).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", path)
+        commits.append(git(repo, "rev-parse", "HEAD"))
+    records = []
+    for i, commit in enumerate(commits):
+        record = tmp_path / f"run-seed-{i}"
+        record.mkdir()
+        (record / "manifest.json").write_text(json.dumps({"git_commit": commit}))
+        records.append(record)
+    line = code_line(records[:2], repo)
+    assert line.startswith(f"Code of the runs (their manifests' commits): {commits[0][:8]}, {commits[1][:8]}; ")
+    with pytest.raises(SystemExit, match=rf"run-seed-2 ran commit {commits[2][:8]}, whose src/hardcse/art/run.py"):
+        code_line(records, repo)
