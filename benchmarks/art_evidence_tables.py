@@ -192,7 +192,7 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
         secondary = [
             f"{what} {text}"
             for what, text in (
-                ("the same data on", said(assay, a, b, (DEV_TASK,))),
+                ("the same data:", said(assay, a, b, (DEV_TASK,))),
                 ("its own final encoders:", said(final, a, b, (PRIMARY,))),
             )
             if text is not None
@@ -216,6 +216,17 @@ def _sizes(c: Comparison, a: str, b: str) -> str:
     return f"{_members(c, b, runs)} a side"
 
 
+def interim_note(c: Comparison) -> str:
+    """' B - A with one generation run a side (...): ...' where any compared pair has one common run, else ''."""
+    single = [f"{b} - {a}" for a, b in c.pairs if len(runs_of(c.groups[a]) & runs_of(c.groups[b])) < 2]
+    if not single:
+        return ""
+    return (
+        f" With one generation run a side ({', '.join(single)}) an interval covers the test pairs alone, not the "
+        "spread between runs: its * is not a finding."
+    )
+
+
 def assay_lines(c: Comparison, train_seeds: list[int], steps: int, assays: list[dict]) -> list[str]:
     """The assay's tables (every setting's scores, every difference) and how the assays ran."""
     minutes = sum(a["minutes"] for a in assays)
@@ -229,7 +240,7 @@ def assay_lines(c: Comparison, train_seeds: list[int], steps: int, assays: list[
         "each drawn run with all its training seeds (its mean already holds their spread), paired by generation "
         "seed (a seed sets a setting's anchors, sampling, RL and training), and widened for few runs: the estimate "
         "+- t_{G-1} x sqrt(G/(G-1)) x the bootstrap's sd, G the runs a side (hardcse/evaluation/paired.py; "
-        "conservative); * excludes zero. The assays ran "
+        f"conservative); * excludes zero.{interim_note(c)} The assays ran "
         f"{minutes:.1f} min in all ({machines}); each one's command: art_evidence/assay/NAME.json.",
         "",
         # every interval, without compare's verdict lines: the verdicts are the Answers' (one declared per
@@ -314,7 +325,7 @@ def final_evidence(c: Comparison, ax) -> list[str]:
     lines = [
         "Final encoders, avg7 (the adaptive runs' own: STS-B dev chose their checkpoints, so it is not compared),"
         " mean over the generation seeds both sides ran (paired bootstrap 95% intervals over test pairs and runs,"
-        " widened for few runs; * excludes zero):",
+        f" widened for few runs; * excludes zero).{interim_note(c)}",
         "",
         f"| run | seeds | {' | '.join(f'avg7 - {ref}' for ref in references)} |",
         "|---|---|" + "---:|" * len(references),

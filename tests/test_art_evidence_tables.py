@@ -57,7 +57,7 @@ def test_an_answer_is_its_declared_comparison_then_what_is_secondary():
         "- **Does RL-tuning the generator write better training data than the raw generator?** ART (PPO, paper's "
         "reward) (`cpu-full`) - raw generator (`baseline-raw-llm`), its data assayed (2 generation seeds x 3 "
         "training seeds a side): avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a true difference of "
-        "0.14). Secondary: the same data on STS-B dev no detectable difference (+0.10 [-0.10, +0.30]) (80% power "
+        "0.14). Secondary: the same data: STS-B dev no detectable difference (+0.10 [-0.10, +0.30]) (80% power "
         "for a true difference of 0.29); its own final encoders: avg7 lower by 0.30 (-0.30 [-0.50, -0.10]) (80% "
         "power for a true difference of 0.29)."
     )
