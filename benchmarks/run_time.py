@@ -26,6 +26,8 @@ SHARED = {
     "cpu-full-seed-42": "round 1's synthesis shared the cores with a 7.6-min table rebuild (nice 10)",
     "cpu-full-grpo-seed-42": "all but its first ~6 min (~35 min) shared the cores with a fresh-clone `make test`",
     "art-two-negatives-seed-42": "its first ~19 min shared the cores with the end of a fresh-clone `make test`",
+    "art-two-negatives-seed-1": "round 1 (its generator reused from cpu-full-seed-1's) and round 2's RL shared the "
+    "cores with a 5-min page rebuild, three 35-s page builds and tests (~7 min in all)",
     "cpu-full-seed-1": "two processes (round 1's encoder on resumed 30 min later); round 3's RL (~12 min) shared "
     "the cores with three page rebuilds (~11 min)",
 }
