@@ -239,8 +239,9 @@ def assay_lines(c: Comparison, train_seeds: list[int], steps: int, assays: list[
         f"{', '.join(map(str, train_seeds))}. Intervals: paired bootstrap 95% over test pairs and generation runs, "
         "each drawn run with all its training seeds (its mean already holds their spread), paired by generation "
         "seed (a seed sets a setting's anchors, sampling, RL and training), and widened for few runs: the estimate "
-        "+- t_{G-1} x sqrt(G/(G-1)) x the bootstrap's sd, G the runs a side (hardcse/evaluation/paired.py; "
-        f"conservative); * excludes zero.{interim_note(c)} The assays ran "
+        "+- sqrt(t_{G-1}^2 x G/(G-1) x V_runs + 1.96^2 x V_pairs), G the runs a side, V_runs the variance over the "
+        "run draws on the test pairs themselves, V_pairs over the test-pair resamples (hardcse/evaluation/paired.py;"
+        f" conservative); * excludes zero.{interim_note(c)} The assays ran "
         f"{minutes:.1f} min in all ({machines}); each one's command: art_evidence/assay/NAME.json.",
         "",
         # every interval, without compare's verdict lines: the verdicts are the Answers' (one declared per

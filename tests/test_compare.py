@@ -99,6 +99,27 @@ def test_the_interval_counts_clusters_not_members():
     assert (via_groups.low, via_groups.high) == (direct.low, direct.high)
 
 
+def test_a_clustered_interval_widens_the_spread_between_clusters_alone():
+    """Two clusters on B that hold the same model: nothing differs between clusters, so the interval is the test
+    pairs' alone, estimate +- 1.96 x their sd, not widened by t_1 x sqrt(2) = 18 for two clusters. With a second
+    model in one cluster, the clusters' part is added: half^2 = t_1^2 x 2 x var(between) + 1.96^2 x var(pairs)."""
+    gold = {"T1": [float(v) for v in range(1, 21)]}
+    boot = STSBootstrap(["T1"], resamples=500, seed=2, gold=gold)
+    rng = np.random.default_rng(1)
+    m0, m1, m2 = (boot.draws(record(list(np.arange(20) + rng.normal(0, s, 20))), f"m{s}") for s in (3, 5, 8))
+    same = group_difference([m0], [m1, m1], boot, [1], [1, 2], [None], [1, 2])["T1"]
+    sd_pairs = float(np.nanstd(m1.draws["T1"] - m0.draws["T1"]))
+    assert same.estimate == pytest.approx(m1.estimate["T1"] - m0.estimate["T1"])
+    assert same.high - same.estimate == pytest.approx(1.959964 * sd_pairs)
+    mixed = group_difference([m0], [m1, m2], boot, [1], [1, 2], [None], [1, 2])["T1"]
+    # the two clusters drawn with replacement: (m1, m1), (m1, m2), (m2, m1), (m2, m2), each 1/4 on average; the
+    # bootstrap's own draws give var(between) near (m2 - m1)^2 / 8
+    gap = m2.estimate["T1"] - m1.estimate["T1"]
+    pairs = np.nanvar((m1.draws["T1"] + m2.draws["T1"]) / 2 - m0.draws["T1"])
+    half = np.sqrt(12.7062**2 * 2 * gap**2 / 8 + 1.959964**2 * pairs)
+    assert mixed.high - mixed.estimate == pytest.approx(half, rel=0.1)
+
+
 def test_clusters_of_unequal_size_are_an_error():
     boot = STSBootstrap(["T1"], resamples=10, seed=0, gold=GOLD)
     m = boot.draws(record([1, 2, 3, 4]), "m")

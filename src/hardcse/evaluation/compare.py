@@ -121,7 +121,14 @@ def comparison_markdown(c: Comparison) -> str:
         "",
         f"B − A: difference of the group means with its 95% paired bootstrap interval ({c.resamples:,} resamples of "
         f"the test pairs within each task, seed {c.seed}; a group's seeds are resampled too, paired by seed when "
-        "both sides ran the same seeds); * the interval excludes zero.",
+        "both sides ran the same seeds"
+        + (
+            "; members in clusters are drawn by whole cluster and the interval is widened for few clusters: "
+            "hardcse/evaluation/paired.py"
+            if any(m.cluster is not None for members in c.groups.values() for m in members)
+            else ""
+        )
+        + "); * the interval excludes zero.",
         "",
     ]
     average = "avg7" if "avg7" in columns else None

@@ -12,11 +12,14 @@ replacement (paired by cluster where both groups hold the same ones), each drawn
 the spread between clusters counts as the clusters' number, not the members'; the members' own spread is already
 in each cluster's mean (resampling it again would count it twice: Davison & Hinkley 1997, section 3.8). With few
 clusters a percentile interval would be too narrow (the bootstrap variance of a mean of G is (G-1)/G of the usual
-estimate, and its quantiles are normal ones where t with G-1 degrees of freedom belongs), so a clustered
-difference's interval is the estimate +- t_{G-1} x sqrt(G/(G-1)) x the bootstrap's standard deviation, G the
-fewer clusters of the two groups that have more than one: conservative, since the test pairs' part of that
-spread needs no such widening. Otherwise the 2.5th and
-97.5th percentiles of B - A give the 95% interval. Two single models, or two identical groups, resample no
+estimate, and its quantiles are normal ones where t with G-1 degrees of freedom belongs), while the test pairs'
+part of the spread is estimated from thousands of pairs and needs no such widening. So a clustered difference's
+interval is the estimate +- sqrt(t_{G-1}^2 x G/(G-1) x V_clusters + z^2 x V_pairs), G the fewer clusters of the
+two groups that have more than one: V_clusters the variance of B - A over the cluster draws scored on the test
+pairs themselves (each member's estimate), V_pairs its variance over the test-pair resamples with every member
+in. Each part has its own quantile, which is conservative against pooling them (Welch-Satterthwaite would give
+t with more degrees of freedom on the sum). Otherwise the 2.5th and 97.5th percentiles of B - A give the 95%
+interval. Two single models, or two identical groups, resample no
 seeds. Vectorised: a resample is a count per pair, so ranks with ties averaged (as ``spearmanr`` ranks) come
 from one sort per model and task and cumulative counts, and Spearman is a count-weighted correlation of them; no
 loop over resamples and no sort per resample. Works from the per-pair cosines hardcse writes into ``eval.json``,
@@ -195,11 +198,13 @@ def _cluster_choice(
     return table_a[pick_a].reshape(resamples, -1), table_b[pick_b].reshape(resamples, -1), len(ids_a), len(ids_b)
 
 
-def _few_clusters_factor(clusters: int) -> float:
-    """t_{G-1} at 97.5% x sqrt(G / (G - 1)): a 95% half-width in units of the cluster bootstrap's sd (module doc)."""
-    from scipy.stats import t
+def _clustered_half_width(between: np.ndarray, pairs: np.ndarray, clusters: int) -> float:
+    """The 95% half-width sqrt(t_{G-1}^2 x G/(G-1) x var(between) + z^2 x var(pairs)) (module doc): ``between``
+    B - A over the cluster draws on the test pairs themselves, ``pairs`` over the test-pair resamples."""
+    from scipy.stats import norm, t
 
-    return float(t.ppf(0.975, clusters - 1) * np.sqrt(clusters / (clusters - 1)))
+    few = t.ppf(0.975, clusters - 1) ** 2 * clusters / (clusters - 1) * float(np.var(between))
+    return float(np.sqrt(few + norm.ppf(0.975) ** 2 * float(np.nanvar(pairs))))
 
 
 def group_difference(
@@ -231,14 +236,17 @@ def group_difference(
     for column in [*boot.tasks, boot.average]:
         if not all(column in m.draws for m in [*a, *b]):
             continue
-        draws_a = np.stack([m.draws[column] for m in a], axis=1)[rows, pick_a].mean(axis=1)
-        draws_b = np.stack([m.draws[column] for m in b], axis=1)[rows, pick_b].mean(axis=1)
+        all_a = np.stack([m.draws[column] for m in a], axis=1)
+        all_b = np.stack([m.draws[column] for m in b], axis=1)
         estimate = float(np.mean([m.estimate[column] for m in b]) - np.mean([m.estimate[column] for m in a]))
         # a resample that repeats one pair has no Spearman (NaN, as in scipy); it only happens on tiny tasks
         if clusters is None:
-            low, high = np.nanpercentile(draws_b - draws_a, [2.5, 97.5])
+            draws = all_b[rows, pick_b].mean(axis=1) - all_a[rows, pick_a].mean(axis=1)
+            low, high = np.nanpercentile(draws, [2.5, 97.5])
         else:
-            half = _few_clusters_factor(clusters) * float(np.nanstd(draws_b - draws_a))
+            est_a, est_b = (np.array([m.estimate[column] for m in g]) for g in (a, b))
+            between = est_b[pick_b].mean(axis=1) - est_a[pick_a].mean(axis=1)
+            half = _clustered_half_width(between, all_b.mean(axis=1) - all_a.mean(axis=1), clusters)
             low, high = estimate - half, estimate + half
         out[column] = Interval(estimate, float(low), float(high), boot.pairs_in(column))
     return out
