@@ -217,7 +217,8 @@ def _sizes(c: Comparison, a: str, b: str) -> str:
 
 
 def interim_note(c: Comparison) -> str:
-    """' B - A with one generation run a side (...): ...' where any compared pair has one common run, else ''."""
+    """A sentence naming the compared pairs with one generation run in common (their intervals cover the test pairs
+    alone), or '' where there are none."""
     single = [f"{b} - {a}" for a, b in c.pairs if len(runs_of(c.groups[a]) & runs_of(c.groups[b])) < 2]
     if not single:
         return ""
