@@ -88,6 +88,11 @@ def runs_of(members: list[Result]) -> set[int]:
     return {m.cluster for m in members if m.cluster is not None}
 
 
+def common_runs(groups: dict[str, list[Result]], a: str, b: str) -> set[int]:
+    """The generation runs both groups hold: what a comparison of the two pairs."""
+    return runs_of(groups[a]) & runs_of(groups[b])
+
+
 def evidence_comparison(groups: dict[str, list[Result]]) -> Comparison:
     """``evidence_pairs`` of ``groups`` with paired bootstrap intervals, each pair on the generation seeds both
     sides ran (so an ablation with 3 seeds is paired with the faithful setting's same 3): whole runs resampled,
@@ -95,7 +100,7 @@ def evidence_comparison(groups: dict[str, list[Result]]) -> Comparison:
     test-pair resamples serve every pair."""
     pairs, differences = [], {}
     for a, b in evidence_pairs(list(groups)):
-        common = runs_of(groups[a]) & runs_of(groups[b])
+        common = common_runs(groups, a, b)
         if not common:
             continue
         both = {n: [m for m in groups[n] if m.cluster in common] for n in (a, b)}
@@ -123,7 +128,7 @@ def said(c: Comparison, a: str, b: str, columns: tuple[str, ...]) -> str | None:
     if diff is None or any(col not in diff for col in columns):
         return None
     names = {"avg7": "avg7", DEV_TASK: "STS-B dev"}
-    if len(runs_of(c.groups[a]) & runs_of(c.groups[b])) < 2:
+    if len(common_runs(c.groups, a, b)) < 2:
         return "interim, one generation run a side: " + ", ".join(
             f"{names[col]} {diff[col].signed(2)} over test pairs only" for col in columns
         )
@@ -212,14 +217,14 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
 
 def _sizes(c: Comparison, a: str, b: str) -> str:
     """'5 generation seeds x 3 training seeds a side' over the runs both sides hold."""
-    runs = runs_of(c.groups[a]) & runs_of(c.groups[b])
+    runs = common_runs(c.groups, a, b)
     return f"{_members(c, b, runs)} a side"
 
 
 def interim_note(c: Comparison) -> str:
     """A sentence naming the compared pairs with one generation run in common (their intervals cover the test pairs
     alone), or '' where there are none."""
-    single = [f"{b} - {a}" for a, b in c.pairs if len(runs_of(c.groups[a]) & runs_of(c.groups[b])) < 2]
+    single = [f"{b} - {a}" for a, b in c.pairs if len(common_runs(c.groups, a, b)) < 2]
     if not single:
         return ""
     return (
@@ -343,7 +348,7 @@ def final_evidence(c: Comparison, ax) -> list[str]:
     for j, (_, diff) in enumerate(shown):
         d = diff[PRIMARY]
         ax.errorbar(d.estimate, len(shown) - j, xerr=_error_bar(d), fmt="o", color="C0", capsize=3)
-    runs = [len(runs_of(c.groups[b]) & runs_of(c.groups[references[0]])) for b, _ in shown]
+    runs = [len(common_runs(c.groups, references[0], b)) for b, _ in shown]
     ax.set_yticks(range(len(shown), 0, -1), [f"{b} ({g})" for (b, _), g in zip(shown, runs, strict=True)], fontsize=7)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_title(f"final encoder - {references[0]}, avg7 (95% CI; generation runs)")

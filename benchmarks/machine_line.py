@@ -100,8 +100,8 @@ def recorded_runs(records: dict[str, Path]) -> str:
 NLI_RECORD = "nli_models.json"  # an ART record's NLI models by their weights' digest (art_rounds.write_nli_record)
 
 
-def nli_line(records: list[Path]) -> str:
-    """Which NLI models the runs used (their records' NLI_RECORD): one pair for all, or each run's."""
+def nli_models_used(records: list[Path]) -> dict[str, str]:
+    """Each run's NLI models (its record's NLI_RECORD) as 'discriminator DIGEST / judge DIGEST', or 'not recorded'."""
     used = {}
     for record in records:
         path = record / NLI_RECORD
@@ -111,6 +111,12 @@ def nli_line(records: list[Path]) -> str:
             if models is None
             else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
         )
+    return used
+
+
+def nli_line(records: list[Path]) -> str:
+    """Which NLI models the runs used (:func:`nli_models_used`): one pair for all, or each run's."""
+    used = nli_models_used(records)
     if len(set(used.values())) == 1:
         return f"NLI models of every run (SHA-256 of their weights): {next(iter(used.values()))}."
     return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
