@@ -28,6 +28,10 @@ SHARED = {
     "art-two-negatives-seed-42": "its first ~19 min shared the cores with the end of a fresh-clone `make test`",
     "art-two-negatives-seed-1": "round 1 (its generator reused from cpu-full-seed-1's) and round 2's RL shared the "
     "cores with a 5-min page rebuild, three 35-s page builds and tests (~7 min in all)",
+    "cpu-full-seed-2": "two processes: the first (its first ~20 min beside a `make demo`, paused 4 min) was stopped "
+    "at a session's end in round 1's RL after step 21 of 25 (~29 min of wall time); the second resumed from the "
+    "step-20 checkpoint (step 21 gave the same reward again) 14 min later, so the generator column counts of "
+    "round 1's RL only the second process's 48 s",
     "cpu-full-seed-1": "two processes (round 1's encoder on resumed 30 min later); round 3's RL (~12 min) shared "
     "the cores with three page rebuilds (~11 min)",
 }
