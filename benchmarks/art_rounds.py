@@ -51,7 +51,15 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.data.triplets import write_triplets
 from hardcse.run_folder import seeds as seed_keys
-from machine_line import NLI_RECORD, code_line, nli_line, nli_models_used, recorded_machines
+from machine_line import (
+    NLI_RECORD,
+    code_line,
+    nli_line,
+    nli_models_used,
+    recorded_machines,
+    refuse_mixed_machines,
+    refuse_uncommitted_code,
+)
 from record_assay import assay_record, training_triplets
 
 RESULTS = Path(__file__).parent / "results"
@@ -188,6 +196,18 @@ def config_changes(config: str, overrides: list[str], record: Path) -> list[str]
     return [f"{key}: {recorded.get(key)!r} -> {value!r}" for key, value in built.items() if value != recorded.get(key)]
 
 
+def refuse_changed_configs(names: list[tuple[str, int]]) -> None:
+    """Exit with an error where a finished record of (setting, seed) ran another config than the setting's config
+    file with the seed's overrides builds today (:func:`config_changes`)."""
+    for name, seed in names:
+        record = record_dir(name, seed)
+        if is_finished(record) and (changed := config_changes(RUNS[name], seed_overrides(name, seed), record)):
+            sys.exit(
+                f"error: {record} ran another config than {RUNS[name]} builds today "
+                f"({'; '.join(changed)}); remove that record (git rm -r) to run the setting again"
+            )
+
+
 def model_digest(source: str | None) -> str | None:
     """The SHA-256 of a model folder's files (``source/model`` for a run folder); None where there is none."""
     import hashlib
@@ -225,16 +245,13 @@ def main() -> None:
     args = parser.parse_args()
     runs_dir = Path(args.runs_dir)
     names = [(name, seed) for seed in args.seeds for name in args.only or list(RUNS)]
+    refuse_changed_configs(names)  # before any run: a record of another config is neither skipped nor compared
     if not args.skip_runs:
+        refuse_uncommitted_code()
         nli_models(runs_dir, args.linked_nli)
         for name, seed in names:
             record = record_dir(name, seed)
             if is_finished(record):
-                if changed := config_changes(RUNS[name], seed_overrides(name, seed), record):
-                    sys.exit(
-                        f"error: {record} ran another config than {RUNS[name]} builds today "
-                        f"({'; '.join(changed)}); remove that record (git rm -r) to run the setting again"
-                    )
                 print(f"recorded: {record}", flush=True)
             else:
                 folder = run_folder(runs_dir, name, seed)
@@ -267,6 +284,7 @@ def write_page(
     folders: list[Path], names: list[tuple[str, int]], only: list[str] | None, seeds: list[int], train_seeds: list[int]
 ) -> None:
     """benchmarks/results/art_evidence.md and its plots, from the records alone."""
+    refuse_mixed_machines({(n, s): record_dir(n, s) for n, s in names if record_dir(n, s) in folders})
     nli = nli_line(folders)
     if len(set(nli_models_used(folders).values())) > 1:
         sys.exit(f"error: {nli} Runs judged by other models are not compared: run them again with --linked-nli")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from hardcse.machine import machine_record
 
+REPOSITORY = Path(__file__).resolve().parents[1]  # git runs here: pathspecs are relative to where it runs
+
 
 def machine_line(machine: dict | None = None, date: str | None = None) -> str:
     """One sentence: CPU model, cores, torch's threads, the CPU's kernel flags, torch's version and the GPU (if
@@ -65,6 +67,37 @@ def recorded_machines(records: dict[str, Path]) -> str:
         + "; ".join(f"{m} ({', '.join(n)})" for m, n in groups.items())
         + "."
     )
+
+
+def refuse_uncommitted_code(repo: Path = REPOSITORY) -> None:
+    """Exit with an error where git sees changes to src/hardcse not yet committed: a run's record names the commit it
+    started on (manifest.json's git_commit), and :func:`code_line` compares runs by it. Outside a git checkout
+    nothing is checked (the record then names no commit)."""
+    status = ["git", "status", "--porcelain", "--", "src/hardcse"]
+    done = subprocess.run(status, cwd=repo, capture_output=True, text=True)
+    if done.returncode == 0 and done.stdout.strip():
+        changed = [line[3:] for line in done.stdout.splitlines()]
+        sys.exit(
+            f"error: src/hardcse has changes git has not committed ({', '.join(changed[:3])}): a record names the "
+            "commit its run started on, so commit them (or git stash them) before an evidence run"
+        )
+
+
+def refuse_mixed_machines(runs: dict[tuple[str, int], Path]) -> None:
+    """Exit with an error where the runs of one generation seed ((setting, seed) -> record folder; a resumed run with
+    each of its parts) ran on more than one machine: settings are compared within a seed, and a machine decides more
+    than speed (the generator runs in bfloat16 on a CPU with AVX-512-BF16 or AMX, in float32 without)."""
+    by_seed: dict[int, dict[str, list[str]]] = {}
+    for (name, seed), folder in runs.items():
+        for machine in _machines(folder / "manifest.json"):
+            by_seed.setdefault(seed, {}).setdefault(machine, []).append(name)
+    for seed, machines in sorted(by_seed.items()):
+        if len(machines) > 1:
+            listed = "; ".join(f"{', '.join(names)} on {machine}" for machine, names in machines.items())
+            sys.exit(
+                f"error: the runs of generation seed {seed} ran on different machines ({listed}): settings are "
+                "compared within a seed, so run that seed's runs again on one machine (git rm -r their records)"
+            )
 
 
 def recorded_dates(records: dict[str, Path]) -> str:
@@ -124,10 +157,18 @@ def nli_line(records: list[Path]) -> str:
 
 # what may differ between the code of runs that are compared: the evaluation (the pages compute it again from the
 # records) and the shipped configs (each record keeps the config it ran)
-CODE_THAT_MAY_DIFFER = ("src/hardcse/evaluation/", "src/hardcse/shipped/configs/")
+# what records compared on one page may differ in: the interval and table code, which the page runs again on the
+# records (not evaluation/sts.py: it scored every run and chose its checkpoints), and the shipped configs (a record
+# keeps the config it ran)
+CODE_THAT_MAY_DIFFER = (
+    "src/hardcse/evaluation/compare.py",
+    "src/hardcse/evaluation/paired.py",
+    "src/hardcse/evaluation/results.py",
+    "src/hardcse/shipped/configs/",
+)
 
 
-def code_line(records: list[Path], repo: Path = Path(__file__).parent) -> str:
+def code_line(records: list[Path], repo: Path = REPOSITORY) -> str:
     """One sentence: the commits the runs' manifests name, after checking that their src/hardcse differs only in
     CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files and runs otherwise: runs of other code
     are not compared."""
@@ -149,6 +190,7 @@ def code_line(records: list[Path], repo: Path = Path(__file__).parent) -> str:
             )
     named = ", ".join(c[:8] for c in commits)
     return (
-        f"Code of the runs (their manifests' commits): {named}; src/hardcse is the same in all but evaluation/ "
-        "(the page computes it again) and the shipped configs (each record keeps the config it ran)."
+        f"Code of the runs (their manifests' commits): {named}; src/hardcse is the same in all but evaluation/'s "
+        "interval and table code (compare.py, paired.py, results.py: the page computes them again) and the shipped "
+        "configs (each record keeps the config it ran)."
     )

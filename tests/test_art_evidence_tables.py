@@ -18,7 +18,7 @@ from hardcse.evaluation.compare import Comparison, compare_groups  # noqa: E402
 from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
 from hardcse.evaluation.results import Result  # noqa: E402
 from hardcse.stats import Interval  # noqa: E402
-from machine_line import code_line  # noqa: E402
+from machine_line import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
 from record_assay import assay_record, triplets_digest  # noqa: E402
 
 
@@ -148,8 +148,8 @@ def git(repo: Path, *args: str) -> str:
 
 
 def test_records_of_other_code_are_not_compared(tmp_path):
-    """code_line: commits that differ in evaluation/ or the shipped configs pass; one that changed other code of
-    src/hardcse stops the page, naming the file and the runs."""
+    """code_line: commits that differ in evaluation/'s interval code or the shipped configs pass; one that changed
+    other code of src/hardcse (the STS scoring among it) stops the page, naming the file and the runs."""
     repo = tmp_path / "repo"
     (repo / "src/hardcse/evaluation").mkdir(parents=True)
     (repo / "src/hardcse/art").mkdir(parents=True)
@@ -159,6 +159,7 @@ def test_records_of_other_code_are_not_compared(tmp_path):
         ("src/hardcse/art/run.py", "a"),
         ("src/hardcse/evaluation/paired.py", "b"),
         ("src/hardcse/art/run.py", "c"),
+        ("src/hardcse/evaluation/sts.py", "d"),
     ]:
         (repo / path).write_text(text)
         git(repo, "add", "-A")
@@ -173,4 +174,63 @@ def test_records_of_other_code_are_not_compared(tmp_path):
     line = code_line(records[:2], repo)
     assert line.startswith(f"Code of the runs (their manifests' commits): {commits[0][:8]}, {commits[1][:8]}; ")
     with pytest.raises(SystemExit, match=rf"run-seed-2 ran commit {commits[2][:8]}, whose src/hardcse/art/run.py"):
-        code_line(records, repo)
+        code_line(records[:3], repo)
+    with pytest.raises(SystemExit, match=rf"run-seed-3 ran commit {commits[3][:8]}, whose src/hardcse/art/run.py, "):
+        code_line([records[0], records[3]], repo)
+    with pytest.raises(SystemExit, match=rf"whose src/hardcse/evaluation/sts.py differ from {commits[2][:8]}"):
+        code_line([records[2], records[3]], repo)
+    assert (REPOSITORY / "src/hardcse").is_dir()  # the default repository is the checkout's root, where git's
+    # pathspec src/hardcse names the package (from benchmarks/ it named nothing, and every commit passed)
+
+
+def test_an_evidence_run_on_uncommitted_code_is_refused(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src/hardcse").mkdir(parents=True)
+    (repo / "src/hardcse/run.py").write_text("a")
+    (repo / "notes.md").write_text("a")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    (repo / "notes.md").write_text("b")  # outside src/hardcse: no bearing on a run's code
+    refuse_uncommitted_code(repo)
+    (repo / "src/hardcse/run.py").write_text("b")
+    with pytest.raises(
+        SystemExit, match=r"^error: src/hardcse has changes git has not committed \(src/hardcse/run.py\)"
+    ):
+        refuse_uncommitted_code(repo)
+
+
+def test_runs_of_one_seed_on_two_machines_are_not_compared(tmp_path):
+    def record(name: str, *flags: list[str]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        runs = [{"machine": {"cpu": "EPYC", "cores": 2, "threads": 2, "cpu_flags": f, "gpu": None}} for f in flags]
+        (folder / "manifest.json").write_text(json.dumps({"runs": runs}), encoding="utf-8")
+        return folder
+
+    bf16, avx2 = ["avx2", "avx512_bf16"], ["avx2"]
+    runs = {("a", 1): record("a-seed-1", bf16), ("b", 1): record("b-seed-1", bf16, bf16), ("a", 2): record("a2", avx2)}
+    refuse_mixed_machines(runs)  # seed 2 on another machine than seed 1: settings meet only within a seed
+    runs[("b", 2)] = record("b-seed-2", avx2, bf16)  # resumed on another machine
+    with pytest.raises(SystemExit, match=r"^error: the runs of generation seed 2 ran on different machines \(a, b on "):
+        refuse_mixed_machines(runs)
+
+
+def test_a_record_of_another_config_than_today_s_is_refused(tmp_path, monkeypatch):
+    """The page and a run both stop at a finished record whose config the setting's file no longer builds."""
+    import art_rounds
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.config import load_config, save_config
+
+    monkeypatch.setattr(art_rounds, "RECORDS", tmp_path)
+    for seed, extra in ((42, []), (2, ["rl.steps=3"])):
+        record = art_rounds.record_dir("cpu-full", seed)
+        record.mkdir()
+        overrides = [*art_rounds.seed_overrides("cpu-full", seed), *extra]
+        save_config(load_config(ArtRunConfig, art_rounds.RUNS["cpu-full"], overrides), record / "config.yaml")
+        (record / "manifest.json").write_text(json.dumps({"runs": [{"finished": True}]}), encoding="utf-8")
+    art_rounds.refuse_changed_configs([("cpu-full", 42)])
+    with pytest.raises(
+        SystemExit, match=r"cpu-full-seed-2 ran another config than configs/cpu-full.yaml builds .*rl: "
+    ):
+        art_rounds.refuse_changed_configs([("cpu-full", 42), ("cpu-full", 2)])
