@@ -155,8 +155,6 @@ def nli_line(records: list[Path]) -> str:
     return "NLI models differ between runs: " + "; ".join(f"{n}: {u}" for n, u in used.items()) + "."
 
 
-# what may differ between the code of runs that are compared: the evaluation (the pages compute it again from the
-# records) and the shipped configs (each record keeps the config it ran)
 # what records compared on one page may differ in: the interval and table code, which the page runs again on the
 # records (not evaluation/sts.py: it scored every run and chose its checkpoints), and the shipped configs (a record
 # keeps the config it ran)
