@@ -60,7 +60,7 @@ from machine_line import (
     refuse_mixed_machines,
     refuse_uncommitted_code,
 )
-from record_assay import assay_record, training_triplets
+from record_assay import assay_record, refuse_mixed_assays, training_triplets
 
 RESULTS = Path(__file__).parent / "results"
 RUNS = {
@@ -299,7 +299,8 @@ def write_page(
         "",
         recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
         nli,
-        code_line(folders),  # an error where runs of other code would be compared
+        # an error where runs, or assays, of other code would be compared (or assays of other configs)
+        code_line(folders, assays=refuse_mixed_assays({f.name: ASSAY / f"{f.name}.json" for f in folders})),
         "",
         "Commands:",
         "",

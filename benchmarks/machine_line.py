@@ -166,14 +166,17 @@ CODE_THAT_MAY_DIFFER = (
 )
 
 
-def code_line(records: list[Path], repo: Path = REPOSITORY) -> str:
-    """One sentence: the commits the runs' manifests name, after checking that their src/hardcse differs only in
-    CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files and runs otherwise: runs of other code
-    are not compared."""
+def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, list[str]] | None = None) -> str:
+    """One sentence: the commits the runs' manifests name (and ``assays``': commit -> what ran it), after checking
+    that their src/hardcse differs only in CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files
+    and runs otherwise: runs of other code are not compared."""
     commits: dict[str, list[str]] = {}
     for record in records:
         commit = json.loads((record / "manifest.json").read_text(encoding="utf-8"))["git_commit"]
         commits.setdefault(commit, []).append(record.name)
+    run_commits = list(commits)
+    for commit, names in (assays or {}).items():
+        commits.setdefault(commit, []).extend(names)
     first, *others = commits
     for commit in others:
         diff = ["git", "diff", "--name-only", first, commit, "--", "src/hardcse"]
@@ -186,9 +189,11 @@ def code_line(records: list[Path], repo: Path = REPOSITORY) -> str:
                 f"error: {', '.join(commits[commit])} ran commit {commit[:8]}, whose {', '.join(differ[:3])} differ "
                 f"from {first[:8]}'s ({', '.join(commits[first])}): run them again on one code"
             )
-    named = ", ".join(c[:8] for c in commits)
+    named = ", ".join(c[:8] for c in run_commits)
     return (
-        f"Code of the runs (their manifests' commits): {named}; src/hardcse is the same in all but evaluation/'s "
+        f"Code of the runs (their manifests' commits): {named}"
+        + (f"; of their assays: {', '.join(c[:8] for c in assays)}" if assays else "")
+        + "; src/hardcse is the same in all but evaluation/'s "
         "interval and table code (compare.py, paired.py, results.py: the page computes them again) and the shipped "
         "configs (each record keeps the config it ran)."
     )

@@ -4,7 +4,9 @@ round's kept triplets) and benchmarks/art_rounds.py (every round's training trip
 
 Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, the
 SHA-256 of the assayed triplets (what decides the evaluations besides rows and steps: a record run again with other
-data is refused, not paired with the old evaluations) and each assay's command, date, minutes and machine.
+data is refused, not paired with the old evaluations) and each assay's command, date, minutes, machine, commit and
+the digest of its resolved config less what names its data (:func:`refuse_mixed_assays`: the assays compared on one
+page ran one config, and machine_line.code_line checks their commits as it checks the runs').
 """
 
 import gzip
@@ -35,6 +37,22 @@ def training_triplets(record: Path) -> list[Triplet]:
 def triplets_digest(triplets: list[Triplet]) -> str:
     """SHA-256 of the triplets' texts, in order (the key of an assay's evaluations)."""
     return hashlib.sha256(json.dumps(triplets, ensure_ascii=False).encode()).hexdigest()
+
+
+PER_DATA_KEYS = ("data", "names", "seeds")  # what an assay's config.yaml says of its data; the rest is the method
+
+
+def config_digest(config: Path) -> str:
+    """SHA-256 of an assay's resolved config.yaml without PER_DATA_KEYS: equal for assays run the same way."""
+    resolved = yaml.safe_load(config.read_text(encoding="utf-8"))
+    method = {k: v for k, v in resolved.items() if k not in PER_DATA_KEYS}
+    return hashlib.sha256(json.dumps(method, sort_keys=True).encode()).hexdigest()
+
+
+def assay_provenance(folder: Path) -> dict:
+    """The commit and config digest of the ``hardcse assay`` run in ``folder`` (its manifest.json and config.yaml)."""
+    commit = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["git_commit"]
+    return {"commit": commit, "config_sha256": config_digest(folder / "config.yaml")}
 
 
 def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list[int], rows: int, steps: int) -> None:
@@ -73,9 +91,31 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
             "date": str(date.today()),
             "minutes": round((time.perf_counter() - start) / 60, 1),
             "machine": machine_record(),
+            **assay_provenance(folder),
         }
     )
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+def refuse_mixed_assays(metas: dict[str, Path]) -> dict[str, list[str]]:
+    """The assays' commits (commit -> 'assay of NAME' for each assay that ran it) of the records' kept assays
+    (record name -> its NAME.json), after checking that they all ran one config; an error naming the assays
+    otherwise, or naming the file whose assays keep no commit or config digest."""
+    configs: dict[str, list[str]] = {}
+    commits: dict[str, list[str]] = {}
+    for name, path in metas.items():
+        for entry in json.loads(path.read_text(encoding="utf-8"))["assays"]:
+            if "config_sha256" not in entry or "commit" not in entry:
+                sys.exit(
+                    f"error: {path}: an assay keeps no commit or config digest; remove {path.parent}/{name}.* and "
+                    "run the benchmark without --skip-runs to assay it again"
+                )
+            configs.setdefault(entry["config_sha256"], []).append(name)
+            commits.setdefault(entry["commit"], []).append(f"assay of {name}")
+    if len(configs) > 1:
+        listed = "; ".join(f"config {digest[:12]}: {', '.join(names)}" for digest, names in configs.items())
+        sys.exit(f"error: the assays ran different configs ({listed}): assay them again with one config")
+    return commits
 
 
 def assayed(

@@ -19,7 +19,7 @@ from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
 from hardcse.evaluation.results import Result  # noqa: E402
 from hardcse.stats import Interval  # noqa: E402
 from machine_line import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
-from record_assay import assay_record, triplets_digest  # noqa: E402
+from record_assay import assay_provenance, assay_record, refuse_mixed_assays, triplets_digest  # noqa: E402
 
 
 def test_evidence_pairs_raw_llm_first_then_mined_then_the_faithful_setting():
@@ -56,11 +56,30 @@ def test_an_answer_is_its_declared_comparison_then_what_is_secondary():
     assert lines[4] == (
         "- **Does RL-tuning the generator write better training data than the raw generator?** ART (PPO, paper's "
         "reward) (`cpu-full`) - raw generator (`baseline-raw-llm`), its data assayed (2 generation seeds x 3 "
-        "training seeds a side): avg7 higher by 0.20 (+0.20 [+0.10, +0.30]) (80% power for a true difference of "
-        "0.14). Secondary: the same data: STS-B dev no detectable difference (+0.10 [-0.10, +0.30]) (80% power "
-        "for a true difference of 0.29); its own final encoders: avg7 lower by 0.30 (-0.30 [-0.50, -0.10]) (80% "
-        "power for a true difference of 0.29)."
+        "training seeds a side): interim, 2 of the 5 declared generation seeds: avg7 higher by 0.20 (+0.20 [+0.10, "
+        "+0.30]) (80% power for a true difference of 0.14). Secondary: the same data: STS-B dev no detectable "
+        "difference (+0.10 [-0.10, +0.30]) (80% power for a true difference of 0.29); its own final encoders: avg7 "
+        "lower by 0.30 (-0.30 [-0.50, -0.10]) (80% power for a true difference of 0.29)."
     )
+
+
+@pytest.mark.parametrize(
+    ("other", "generations", "interim"),
+    [
+        ("baseline-raw-llm", [42, 1, 2, 3], "interim, 4 of the 5 declared generation seeds: "),
+        ("baseline-raw-llm", [42, 1, 2, 3, 4], ""),
+        ("ablation-no-filter", [42, 1], "interim, 2 of the 3 declared generation seeds: "),
+        ("ablation-no-filter", [42, 1, 2], ""),
+    ],
+)
+def test_an_answer_is_interim_until_its_declared_generation_seeds_are_in(other, generations, interim):
+    """Issue 42 declared 5 generation seeds for a main setting's comparison, 3 for an ablation's: an answer on
+    fewer says how many of them it has; with all of them it is the answer."""
+    a, b = ("baseline-raw-llm", "cpu-full") if other == "baseline-raw-llm" else ("cpu-full", other)
+    groups = {a: members(a, generations, 3), b: members(b, generations, 3)}
+    assay = Comparison(groups, [(a, b)], {(a, b): {"avg7": Interval(0.2, 0.1, 0.3, 9000)}}, 1000, 0)
+    line = next(x for x in answer_lines(assay, Comparison({}, [], {}, 1000, 0)) if x.startswith("- **"))
+    assert f"x 3 training seeds a side): {interim}avg7 higher by 0.20 (+0.20 [+0.10, +0.30])" in line
 
 
 def test_with_one_run_a_side_an_answer_is_interim_without_a_verdict():
@@ -179,6 +198,13 @@ def test_records_of_other_code_are_not_compared(tmp_path):
         code_line([records[0], records[3]], repo)
     with pytest.raises(SystemExit, match=rf"whose src/hardcse/evaluation/sts.py differ from {commits[2][:8]}"):
         code_line([records[2], records[3]], repo)
+    # an assay's commit is checked as a run's: it trained and scored the encoders the answers compare
+    assays = {commits[1]: ["assay of run-seed-0"]}
+    assert code_line(records[:1], repo, assays).startswith(
+        f"Code of the runs (their manifests' commits): {commits[0][:8]}; of their assays: {commits[1][:8]}; "
+    )
+    with pytest.raises(SystemExit, match=rf"^error: assay of run-seed-0 ran commit {commits[3][:8]}, whose src/"):
+        code_line(records[2:3], repo, {commits[3]: ["assay of run-seed-0"]})
     assert (REPOSITORY / "src/hardcse").is_dir()  # the default repository is the checkout's root, where git's
     # pathspec src/hardcse names the package (from benchmarks/ it named nothing, and every commit passed)
 
@@ -234,3 +260,34 @@ def test_a_record_of_another_config_than_today_s_is_refused(tmp_path, monkeypatc
         SystemExit, match=r"cpu-full-seed-2 ran another config than configs/cpu-full.yaml builds .*rl: "
     ):
         art_rounds.refuse_changed_configs([("cpu-full", 42), ("cpu-full", 2)])
+
+
+def write_assay_folder(folder: Path, commit: str, data: str, steps: int) -> dict:
+    """An assay run folder (what `hardcse assay` leaves: manifest.json, config.yaml) and its provenance."""
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"git_commit": commit}))
+    config = {"data": [data], "names": [folder.name], "seeds": [1, 2], "training": {"max_steps": steps}, "rows": 2}
+    (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+    return assay_provenance(folder)
+
+
+def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
+    """An assay's config digest leaves out what names its data (data, names, seeds): assays of two records with the
+    same method agree, one at other steps is refused, and one kept without provenance is refused by its file."""
+    one = write_assay_folder(tmp_path / "a", "c1", "a.csv", 9)
+    two = write_assay_folder(tmp_path / "b", "c2", "b.csv", 9)
+    other = write_assay_folder(tmp_path / "c", "c2", "c.csv", 10)
+    assert one["commit"] == "c1" and one["config_sha256"] == two["config_sha256"] != other["config_sha256"]
+    metas = {}
+    for name, provenance in [("cpu-full-seed-1", one), ("cpu-full-seed-2", two), ("cpu-full-seed-3", other)]:
+        metas[name] = tmp_path / f"{name}.json"
+        metas[name].write_text(json.dumps({"assays": [{"seeds": [1], **provenance}]}))
+    assert refuse_mixed_assays(dict(list(metas.items())[:2])) == {
+        "c1": ["assay of cpu-full-seed-1"],
+        "c2": ["assay of cpu-full-seed-2"],
+    }
+    with pytest.raises(SystemExit, match=r"^error: the assays ran different configs \(config [0-9a-f]{12}: "):
+        refuse_mixed_assays(metas)
+    metas["cpu-full-seed-3"].write_text(json.dumps({"assays": [{"seeds": [1]}]}))
+    with pytest.raises(SystemExit, match=r"cpu-full-seed-3.json: an assay keeps no commit or config digest; remove"):
+        refuse_mixed_assays(metas)
