@@ -2,8 +2,9 @@
 
     python benchmarks/reward_bins.py         # needs runs/nli-minilm and runs/nli-judge (benchmarks/art_rounds.py)
 
-The pool: every parsed answer in the RL completions recorded by benchmarks/art_rounds.py (records/*/round_*/
-generator/completions.jsonl: 473 answers of the raw and tuned generators, PPO and GRPO, rounds 1-3). Each is
+The pool: every parsed answer in the RL completions of issue 42's evidence records (benchmarks/art_rounds.py:
+art_evidence/records/SETTING-seed-S/round_*/generator/completions.jsonl of ART with PPO and with GRPO at generation
+seeds 42, 1 and 2: the raw and tuned generators' answers during RL, rounds 1-3). Each is
 scored once more with every reward variant of benchmarks/hard_correct.py that changes the reward (the paper's,
 r2 gated on the judged label, the smooth r2, the shortcut penalties, all of hard-correct.yaml), by the
 discriminator of the runs and the bundled encoder (round 1's reward encoder), and judged by the independent judge.
@@ -21,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from art_rounds import ISSUE_28_RECORDS, model_digest  # noqa: E402
+from art_rounds import RECORDS, model_digest, record_dir  # noqa: E402
 from hard_correct import VARIANTS, overrides  # noqa: E402
 from hardcse.art.analysis.reward_bins import reward_by_cosine_bin  # noqa: E402
 from hardcse.art.config import ArtRunConfig  # noqa: E402
@@ -34,12 +35,17 @@ from machine_line import machine_line  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard-correct")
+POOL = [(setting, seed) for setting in ("cpu-full", "cpu-full-grpo") for seed in (42, 1, 2)]  # PPO, GRPO records
 
 
 def pool() -> list[dict]:
-    """Every parsed answer of the recorded RL completions, in the records' order."""
+    """Every parsed answer of the POOL records' RL completions, in POOL's and the rounds' order."""
     rows = []
-    for path in sorted(ISSUE_28_RECORDS.glob("*/round_*/generator/completions.jsonl")):
+    for setting, seed in POOL:
+        if not (record_dir(setting, seed) / "manifest.json").is_file():
+            sys.exit(f"error: {record_dir(setting, seed)} is missing; run benchmarks/art_rounds.py to record it")
+    paths = [p for s in POOL for p in sorted(record_dir(*s).glob("round_*/generator/completions.jsonl"))]
+    for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row["answer"] is not None:
@@ -71,8 +77,9 @@ def main() -> None:
         "# What each reward pays for: the recorded RL completions by cosine bin (issue 41)",
         "",
         f"`python benchmarks/reward_bins.py`. {machine_line()} {len(rows)} parsed answers of the RL completions "
-        "recorded in "
-        "benchmarks/results/art_rounds/records (raw and tuned generators, PPO and GRPO, rounds 1-3), each scored by "
+        f"recorded in {RECORDS.relative_to(RESULTS.parent.parent)}/ ("
+        + ", ".join(f"{setting}-seed-{seed}" for setting, seed in POOL)
+        + ": raw and tuned generators during RL, PPO and GRPO, rounds 1-3), each scored by "
         "every reward variant with the runs' discriminator (runs/nli-minilm) and the bundled encoder (round 1's), "
         "and judged by runs/nli-judge. P(target): the discriminator's P(entailment) for a positive, "
         "P(contradiction) for a negative; judged correct: the judge's predicted label is the target. The variants "
