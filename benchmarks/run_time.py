@@ -32,6 +32,11 @@ SHARED = {
     "at a session's end in round 1's RL after step 21 of 25 (~29 min of wall time); the second resumed from the "
     "step-20 checkpoint (step 21 gave the same reward again) 14 min later, so the generator column counts of "
     "round 1's RL only the second process's 48 s",
+    "cpu-full-seed-3": "two processes: the first ran ~8 min alone, then beside a 4.4-min page rebuild and ~1 min of "
+    "tests, from 20:24 beside a fresh-clone `make test` (nice 5), was paused (SIGSTOP) 20:50-21:01 and from 21:01 "
+    "for another fresh-clone `make test`, and was stopped at a session's end in round 3's synthesis; the second "
+    "resumed it in the next session (the manifest counts round 3's synthesis from then: the second process's part) "
+    "beside ~1 min of tests and a 3.8-min page rebuild (nice 5)",
     "cpu-full-seed-1": "two processes (round 1's encoder on resumed 30 min later); round 3's RL (~12 min) shared "
     "the cores with three page rebuilds (~11 min)",
 }

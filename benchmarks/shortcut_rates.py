@@ -1,20 +1,23 @@
 """The shortcuts in ART's recorded training data (issue 41): how often each setting's 270 training triplets take
-one, from the records alone (no model is loaded).
+one, from issue 42's evidence records alone (no model is loaded).
 
     python benchmarks/shortcut_rates.py
 
-For every recorded run of benchmarks/results/art_rounds/records (raw-LLM and mined baselines, ART with PPO and
-GRPO; generation seeds 42, 1, 2) it takes the triplets the run trained on (each round's first
-``triplets_per_round`` kept, as benchmarks/art_assay.py does) and measures them with
-hardcse.art.analysis.judge.shortcut_measures: deletion positives, negatives adding a negation word, negatives and
-positives using words of the run's one demonstration (the leak, "before" the pool of demonstrations), positive =
-negative, and the anchor-negative word overlap. Writes benchmarks/results/shortcut_rates.md (means over seeds, and
-each seed).
+For every finished record of benchmarks/results/art_evidence/records of the five main settings (raw-generator and
+mined baselines, ART with PPO and GRPO, generated + mined), every generation seed recorded, it takes the triplets
+the run trained on (each round's first ``triplets_per_round`` kept, as the evidence's assay does) and measures them
+with hardcse.art.analysis.judge.shortcut_measures: deletion positives, negatives adding a negation word, negatives
+and positives using words of the run's one demonstration (the leak, "before" the pool of demonstrations), positive
+= negative, and the anchor-negative word overlap. Writes benchmarks/results/shortcut_rates.md (means over seeds,
+and each seed).
 """
+
+from pathlib import Path
 
 import numpy as np
 
-from art_assay import GENERATION_SEEDS, RECORDS, SETTINGS
+from art_evidence_tables import LABELS
+from art_rounds import DEFAULT_SEED, RECORDS, is_finished
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
@@ -24,33 +27,44 @@ from record_assay import training_triplets
 RESULTS = RECORDS.parent.parent
 
 
-def measure(setting: str, seed: int) -> dict:
-    record = RECORDS / f"{setting}-seed-{seed}"
+def measure(record: Path) -> dict:
     triplets = training_triplets(record)
     generator = load_config(ArtRunConfig, record / "config.yaml").generator  # its demonstrations: the leak
     return {"triplets": len(triplets), **triplet_shortcuts(triplets, generator)}
 
 
+def recorded_seeds(setting: str) -> list[int]:
+    """The generation seeds of ``setting``'s finished records, the configs' own seed first, then ascending."""
+    prefix = f"{setting}-seed-"
+    seeds = [int(r.name[len(prefix) :]) for r in RECORDS.glob(f"{prefix}*") if r.name[len(prefix) :].isdigit()]
+    return sorted((s for s in seeds if is_finished(RECORDS / f"{prefix}{s}")), key=lambda s: (s != DEFAULT_SEED, s))
+
+
 def main() -> None:
+    records = {(s, g): RECORDS / f"{s}-seed-{g}" for s in LABELS for g in recorded_seeds(s)}
     header = "| data | seed | triplets | " + " | ".join(SHORTCUT_LABELS.values()) + " |"
     lines = [
-        "# Shortcuts in ART's recorded training data (issue 41)",
+        "# Shortcuts in ART's recorded training data (issue 41, on issue 42's records)",
         "",
-        "`python benchmarks/shortcut_rates.py`: from the records of benchmarks/results/art_rounds/records (each run's "
-        "270 training triplets), no model loaded; shares of the triplets (the overlap: a mean). Deletion: >= 90% of "
-        "the positive's words are the anchor's and it is shorter; a leak: a word of the demonstration's answer that "
-        "is in neither its anchor nor this anchor (function words aside); positive = negative: word overlap >= 0.9. "
-        "Machine: any (counts of texts, no timing or model: the same on any machine and day). "
-        + recorded_dates({f"{s}-{g}": RECORDS / f"{s}-seed-{g}" for s in SETTINGS.values() for g in GENERATION_SEEDS}),
+        "`python benchmarks/shortcut_rates.py`: from the records of benchmarks/results/art_evidence/records (each "
+        "run's 270 training triplets), no model loaded; shares of the triplets (the overlap: a mean). Deletion: >= "
+        "90% of the positive's words are the anchor's and it is shorter; a leak: a word of the demonstration's "
+        "answer that is in neither its anchor nor this anchor (function words aside); positive = negative: word "
+        "overlap >= 0.9 (generated + mined: its generated negative). Machine: any (counts of texts, no timing or "
+        "model: the same on any machine and day). "
+        + recorded_dates({f"{s}-{g}": folder for (s, g), folder in records.items()}),
         "",
         header,
         "|---|---|---:|" + "---:|" * len(SHORTCUT_LABELS),
     ]
-    for label, setting in SETTINGS.items():
-        per_seed = {seed: measure(setting, seed) for seed in GENERATION_SEEDS}
+    for setting, label in LABELS.items():
+        per_seed = {g: measure(folder) for (s, g), folder in records.items() if s == setting}
+        if not per_seed:
+            continue
         means = {k: float(np.mean([m[k] for m in per_seed.values()])) for k in SHORTCUT_LABELS}
+        triplets = sorted({m["triplets"] for m in per_seed.values()})
         lines.append(
-            f"| **{label}** | mean | {per_seed[42]['triplets']} | "
+            f"| **{label}** (`{setting}`) | mean of {len(per_seed)} | {'/'.join(map(str, triplets))} | "
             + " | ".join(f"**{means[k]:.3f}**" for k in SHORTCUT_LABELS)
             + " |"
         )
