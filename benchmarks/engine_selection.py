@@ -4,11 +4,11 @@
 
 Trains the bundled encoder on the raw-LLM baseline's recorded round-1 triplets (issue 28's seed-42 run, kept in
 benchmarks/results/engine_selection/) with `hardcse simcse train --config simcse-sup`, an STS-B dev evaluation at
-every step (5 steps at batch 32, lr 2e-4: large enough to move the scores), once with HARDCSE_ENGINE=torch and once with HARDCSE_ENGINE=openvino, and records both in-run dev
-histories, the best steps and the saved models' STS-B test scores in benchmarks/results/engine_selection.md (both
-runs made afresh each time). The "before the fix" line is the issue's measurement of the old code, quoted, not
-measured by this script: the OpenVINO history was flat (it scored the first evaluation's weights every time) and
-picked another step.
+every step (5 steps at batch 32, lr 2e-4: large enough to move the scores), once with HARDCSE_ENGINE=torch and once
+with HARDCSE_ENGINE=openvino, and records both in-run dev histories, the best steps and the saved models' STS-B test
+scores in benchmarks/results/engine_selection.md (both runs made afresh each time). The "before the fix" line is the
+issue's measurement of the old code, quoted, not measured by this script: the OpenVINO history was flat (it scored
+the first evaluation's weights every time) and picked another step.
 """
 
 import argparse
