@@ -25,8 +25,8 @@ recorded (and refuses a record whose config differs from what its config builds 
 rebuilds benchmarks/results/art_evidence.md and its plots (art_evidence_tables.py) from the records alone: the
 answers to issue 42's questions, the assay (hierarchical bootstrap over generation runs and training seeds), the
 held-out tuned - raw generator per round and the adaptive runs' own final encoders (art_evidence/evidence.png),
-one `art compare` table per seed, wall times, and every run's report. Issue 28's withdrawn records stay in
-benchmarks/results/art_rounds/ until these replace them.
+one `art compare` table per seed, wall times, and every run's report. Issue 28's withdrawn records, which these
+replace, are in git history only (`git show a27875d:benchmarks/results/art_rounds.md`).
 """
 
 import argparse
@@ -126,9 +126,6 @@ def nli_models(runs_dir: Path, linked: bool) -> None:
 # issue 42's evidence: the page art_evidence.md, the records and plots in art_evidence/
 EVIDENCE = RESULTS / "art_evidence"
 RECORDS = EVIDENCE / "records"
-# issue 28's records (their encoder figures withdrawn, issue 40), which benchmarks/reward_bins.py, shortcut_rates.py,
-# art_assay.py and engine_selection.py read until issue 42's replace them
-ISSUE_28_RECORDS = RESULTS / "art_rounds" / "records"
 # what a record keeps of a run folder: what the report and the tables read, no weights, no full generations
 RECORD_FILES = (
     "config.yaml",
@@ -267,7 +264,7 @@ def main() -> None:
 
 
 ASSAY = EVIDENCE / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json (record_assay.py)
-ASSAY_STEPS = 9  # one pass over a run's 270 training triplets at batch 32 (configs/assay.yaml), as art_assay.py
+ASSAY_STEPS = 9  # one pass over a run's 270 training triplets at batch 32 (configs/assay.yaml)
 
 
 def assay_run(record: Path, work: Path, train_seeds: list[int]) -> None:

@@ -53,7 +53,7 @@ from record_assay import assay_record, assayed
 RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
 ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json
-ASSAY_STEPS = 9  # as benchmarks/art_assay.py (270 rows at batch 32): fewer kept rows are seen more than once
+ASSAY_STEPS = 9  # as art_rounds.py (270 rows at batch 32): fewer kept rows are seen more than once
 ONE_ROUND = ["rounds=1", "triplets_per_round=null"]  # every kept triplet stays in the record; the assay equalises
 POOL = "hard-correct"
 # cpu-full as these variants ran (2026-11-26): the threshold rule and 1,000 anchors a round. cpu-full has since
