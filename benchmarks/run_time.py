@@ -37,6 +37,8 @@ SHARED = {
     "for another fresh-clone `make test`, and was stopped at a session's end in round 3's synthesis; the second "
     "resumed it in the next session (the manifest counts round 3's synthesis from then: the second process's part) "
     "beside ~1 min of tests and a 3.8-min page rebuild (nice 5)",
+    "cpu-full-grpo-seed-3": "its first ~24 min shared the cores with a 7-min benchmark (engine_selection.py, nice 5) "
+    "and a 16-min `make test-fast` (nice 5)",
     "cpu-full-seed-1": "two processes (round 1's encoder on resumed 30 min later); round 3's RL (~12 min) shared "
     "the cores with three page rebuilds (~11 min)",
 }
