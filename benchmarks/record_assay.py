@@ -24,6 +24,7 @@ from hardcse.cli import main as hardcse
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.evaluation.results import Result
 from hardcse.machine import machine_record
+from hardcse.run_folder import git_commit
 
 
 def training_triplets(record: Path) -> list[Triplet]:
@@ -49,10 +50,13 @@ def config_digest(config: Path) -> str:
     return hashlib.sha256(json.dumps(method, sort_keys=True).encode()).hexdigest()
 
 
-def assay_provenance(folder: Path) -> dict:
-    """The commit and config digest of the ``hardcse assay`` run in ``folder`` (its manifest.json and config.yaml)."""
+def assay_provenance(folder: Path, resumed_on: str | None = None) -> dict:
+    """The commit and config digest of the ``hardcse assay`` run in ``folder`` (its manifest.json and config.yaml);
+    with ``resumed_on`` (the commit of a process that resumed it) other than the one it started on, that commit too:
+    a resumed assay ran both, and both are checked."""
     commit = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["git_commit"]
-    return {"commit": commit, "config_sha256": config_digest(folder / "config.yaml")}
+    resumed = {"resumed_on": resumed_on} if resumed_on and resumed_on != commit else {}
+    return {"commit": commit, **resumed, "config_sha256": config_digest(folder / "config.yaml")}
 
 
 def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list[int], rows: int, steps: int) -> None:
@@ -77,7 +81,9 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
     ]  # fmt: skip
     start = time.perf_counter()
     print("$ hardcse " + " ".join(argv), flush=True)
-    if status := hardcse([*argv, *(["--resume"] if (folder / "config.yaml").is_file() else [])]):
+    resuming = (folder / "config.yaml").is_file()
+    resumed_on = git_commit() if resuming else None  # the manifest names only the commit the assay started on
+    if status := hardcse([*argv, *(["--resume"] if resuming else [])]):
         sys.exit(status)
     out.mkdir(parents=True, exist_ok=True)
     for seed in missing:
@@ -91,7 +97,7 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
             "date": str(date.today()),
             "minutes": round((time.perf_counter() - start) / 60, 1),
             "machine": machine_record(),
-            **assay_provenance(folder),
+            **assay_provenance(folder, resumed_on),
         }
     )
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
@@ -105,13 +111,14 @@ def refuse_mixed_assays(metas: dict[str, Path]) -> dict[str, list[str]]:
     commits: dict[str, list[str]] = {}
     for name, path in metas.items():
         for entry in json.loads(path.read_text(encoding="utf-8"))["assays"]:
-            if "config_sha256" not in entry or "commit" not in entry:
+            if not entry.get("config_sha256") or not entry.get("commit"):
                 sys.exit(
                     f"error: {path}: an assay keeps no commit or config digest; remove {path.parent}/{name}.* and "
                     "run the benchmark without --skip-runs to assay it again"
                 )
             configs.setdefault(entry["config_sha256"], []).append(name)
-            commits.setdefault(entry["commit"], []).append(f"assay of {name}")
+            for commit in filter(None, (entry["commit"], entry.get("resumed_on"))):
+                commits.setdefault(commit, []).append(f"assay of {name}")
     if len(configs) > 1:
         listed = "; ".join(f"config {digest[:12]}: {', '.join(names)}" for digest, names in configs.items())
         sys.exit(f"error: the assays ran different configs ({listed}): assay them again with one config")

@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from art_rounds import RECORDS, model_digest, record_dir  # noqa: E402
+from art_rounds import RECORDS, is_finished, model_digest, record_dir  # noqa: E402
 from hard_correct import VARIANTS, overrides  # noqa: E402
 from hardcse.art.analysis.reward_bins import reward_by_cosine_bin  # noqa: E402
 from hardcse.art.config import ArtRunConfig  # noqa: E402
@@ -42,8 +42,8 @@ def pool() -> list[dict]:
     """Every parsed answer of the POOL records' RL completions, in POOL's and the rounds' order."""
     rows = []
     for setting, seed in POOL:
-        if not (record_dir(setting, seed) / "manifest.json").is_file():
-            sys.exit(f"error: {record_dir(setting, seed)} is missing; run benchmarks/art_rounds.py to record it")
+        if not is_finished(record_dir(setting, seed)):
+            sys.exit(f"error: {record_dir(setting, seed)} is not a finished record; run benchmarks/art_rounds.py")
     paths = [p for s in POOL for p in sorted(record_dir(*s).glob("round_*/generator/completions.jsonl"))]
     for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():

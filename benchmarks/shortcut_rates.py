@@ -3,8 +3,9 @@ one, from issue 42's evidence records alone (no model is loaded).
 
     python benchmarks/shortcut_rates.py
 
-For every finished record of benchmarks/results/art_evidence/records of the five main settings (raw-generator and
-mined baselines, ART with PPO and GRPO, generated + mined), every generation seed recorded, it takes the triplets
+For the records of benchmarks/results/art_evidence/records of the five main settings (raw-generator and mined
+baselines, ART with PPO and GRPO, generated + mined) at generation seeds 42, 1 and 2 (a fixed set: the record does
+not move as later seeds land; reward_bins.py pools the same seeds), it takes the triplets
 the run trained on (each round's first ``triplets_per_round`` kept, as the evidence's assay does) and measures them
 with hardcse.art.analysis.judge.shortcut_measures: deletion positives, negatives adding a negation word, negatives
 and positives using words of the run's one demonstration (the leak, "before" the pool of demonstrations), positive
@@ -12,12 +13,13 @@ and positives using words of the run's one demonstration (the leak, "before" the
 and each seed).
 """
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from art_evidence_tables import LABELS
-from art_rounds import DEFAULT_SEED, RECORDS, is_finished
+from art_rounds import RECORDS, is_finished, record_dir
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
@@ -25,6 +27,7 @@ from machine_line import recorded_dates
 from record_assay import training_triplets
 
 RESULTS = RECORDS.parent.parent
+SEEDS = (42, 1, 2)
 
 
 def measure(record: Path) -> dict:
@@ -33,15 +36,11 @@ def measure(record: Path) -> dict:
     return {"triplets": len(triplets), **triplet_shortcuts(triplets, generator)}
 
 
-def recorded_seeds(setting: str) -> list[int]:
-    """The generation seeds of ``setting``'s finished records, the configs' own seed first, then ascending."""
-    prefix = f"{setting}-seed-"
-    seeds = [int(r.name[len(prefix) :]) for r in RECORDS.glob(f"{prefix}*") if r.name[len(prefix) :].isdigit()]
-    return sorted((s for s in seeds if is_finished(RECORDS / f"{prefix}{s}")), key=lambda s: (s != DEFAULT_SEED, s))
-
-
 def main() -> None:
-    records = {(s, g): RECORDS / f"{s}-seed-{g}" for s in LABELS for g in recorded_seeds(s)}
+    records = {(s, g): record_dir(s, g) for s in LABELS for g in SEEDS}
+    for record in records.values():
+        if not is_finished(record):
+            sys.exit(f"error: {record} is not a finished record; run benchmarks/art_rounds.py to record it")
     header = "| data | seed | triplets | " + " | ".join(SHORTCUT_LABELS.values()) + " |"
     lines = [
         "# Shortcuts in ART's recorded training data (issue 41, on issue 42's records)",
@@ -59,12 +58,10 @@ def main() -> None:
     ]
     for setting, label in LABELS.items():
         per_seed = {g: measure(folder) for (s, g), folder in records.items() if s == setting}
-        if not per_seed:
-            continue
         means = {k: float(np.mean([m[k] for m in per_seed.values()])) for k in SHORTCUT_LABELS}
         triplets = sorted({m["triplets"] for m in per_seed.values()})
         lines.append(
-            f"| **{label}** (`{setting}`) | mean of {len(per_seed)} | {'/'.join(map(str, triplets))} | "
+            f"| **{label}** (`{setting}`) | mean | {'/'.join(map(str, triplets))} | "
             + " | ".join(f"**{means[k]:.3f}**" for k in SHORTCUT_LABELS)
             + " |"
         )

@@ -64,19 +64,24 @@ def test_an_answer_is_its_declared_comparison_then_what_is_secondary():
 
 
 @pytest.mark.parametrize(
-    ("other", "generations", "interim"),
+    ("other", "generations", "other_generations", "interim"),
     [
-        ("baseline-raw-llm", [42, 1, 2, 3], "interim, 4 of the 5 declared generation seeds: "),
-        ("baseline-raw-llm", [42, 1, 2, 3, 4], ""),
-        ("ablation-no-filter", [42, 1], "interim, 2 of the 3 declared generation seeds: "),
-        ("ablation-no-filter", [42, 1, 2], ""),
+        ("baseline-raw-llm", [42, 1, 2, 3], None, "interim, 4 of the 5 declared generation seeds: "),
+        ("baseline-raw-llm", [42, 1, 2, 3, 4], [42, 1, 2, 3], "interim, 4 of the 5 declared generation seeds: "),
+        ("baseline-raw-llm", [42, 1, 2, 3, 4], None, ""),
+        ("ablation-no-filter", [42, 1, 2, 3, 4], [2, 3], "interim, 2 of the 3 declared generation seeds: "),
+        # three seeds, but not the declared 2, 3, 4: seed 4's runs are still missing
+        ("ablation-no-filter", [42, 1, 2, 3], [42, 2, 3], "interim, 2 of the 3 declared generation seeds: "),
+        ("ablation-no-filter", [42, 1, 2, 3, 4], [2, 3, 4], ""),
     ],
 )
-def test_an_answer_is_interim_until_its_declared_generation_seeds_are_in(other, generations, interim):
-    """Issue 42 declared 5 generation seeds for a main setting's comparison, 3 for an ablation's: an answer on
-    fewer says how many of them it has; with all of them it is the answer."""
+def test_an_answer_is_interim_until_its_declared_generation_seeds_are_in(
+    other, generations, other_generations, interim
+):
+    """Issue 42 declared generation seeds 42, 1, 2, 3, 4 for a main setting's comparison, 2, 3, 4 for an ablation's:
+    an answer on the seeds both sides ran says how many of those it has, until it has every one."""
     a, b = ("baseline-raw-llm", "cpu-full") if other == "baseline-raw-llm" else ("cpu-full", other)
-    groups = {a: members(a, generations, 3), b: members(b, generations, 3)}
+    groups = {a: members(a, generations, 3), b: members(b, other_generations or generations, 3)}
     assay = Comparison(groups, [(a, b)], {(a, b): {"avg7": Interval(0.2, 0.1, 0.3, 9000)}}, 1000, 0)
     line = next(x for x in answer_lines(assay, Comparison({}, [], {}, 1000, 0)) if x.startswith("- **"))
     assert f"x 3 training seeds a side): {interim}avg7 higher by 0.20 (+0.20 [+0.10, +0.30])" in line
@@ -262,22 +267,24 @@ def test_a_record_of_another_config_than_today_s_is_refused(tmp_path, monkeypatc
         art_rounds.refuse_changed_configs([("cpu-full", 42), ("cpu-full", 2)])
 
 
-def write_assay_folder(folder: Path, commit: str, data: str, steps: int) -> dict:
+def write_assay_folder(folder: Path, commit: str, data: str, steps: int, seeds: list[int], resumed_on=None) -> dict:
     """An assay run folder (what `hardcse assay` leaves: manifest.json, config.yaml) and its provenance."""
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps({"git_commit": commit}))
-    config = {"data": [data], "names": [folder.name], "seeds": [1, 2], "training": {"max_steps": steps}, "rows": 2}
+    config = {"data": [data], "names": [folder.name], "seeds": seeds, "training": {"max_steps": steps}, "rows": 2}
     (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
-    return assay_provenance(folder)
+    return assay_provenance(folder, resumed_on)
 
 
 def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
     """An assay's config digest leaves out what names its data (data, names, seeds): assays of two records with the
     same method agree, one at other steps is refused, and one kept without provenance is refused by its file."""
-    one = write_assay_folder(tmp_path / "a", "c1", "a.csv", 9)
-    two = write_assay_folder(tmp_path / "b", "c2", "b.csv", 9)
-    other = write_assay_folder(tmp_path / "c", "c2", "c.csv", 10)
-    assert one["commit"] == "c1" and one["config_sha256"] == two["config_sha256"] != other["config_sha256"]
+    one = write_assay_folder(tmp_path / "a", "c1", "a.csv", 9, [1, 2])
+    two = write_assay_folder(tmp_path / "b", "c2", "b.csv", 9, [3], resumed_on="c3")  # resumed on other code
+    other = write_assay_folder(tmp_path / "c", "c2", "c.csv", 10, [1, 2])
+    assert one == {"commit": "c1", "config_sha256": two["config_sha256"]} and two["resumed_on"] == "c3"
+    assert other["config_sha256"] != one["config_sha256"]
+    assert "resumed_on" not in write_assay_folder(tmp_path / "d", "c1", "d.csv", 9, [1], resumed_on="c1")
     metas = {}
     for name, provenance in [("cpu-full-seed-1", one), ("cpu-full-seed-2", two), ("cpu-full-seed-3", other)]:
         metas[name] = tmp_path / f"{name}.json"
@@ -285,9 +292,11 @@ def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
     assert refuse_mixed_assays(dict(list(metas.items())[:2])) == {
         "c1": ["assay of cpu-full-seed-1"],
         "c2": ["assay of cpu-full-seed-2"],
+        "c3": ["assay of cpu-full-seed-2"],  # both commits of a resumed assay are checked
     }
     with pytest.raises(SystemExit, match=r"^error: the assays ran different configs \(config [0-9a-f]{12}: "):
         refuse_mixed_assays(metas)
-    metas["cpu-full-seed-3"].write_text(json.dumps({"assays": [{"seeds": [1]}]}))
-    with pytest.raises(SystemExit, match=r"cpu-full-seed-3.json: an assay keeps no commit or config digest; remove"):
-        refuse_mixed_assays(metas)
+    for kept in ({"seeds": [1]}, {"seeds": [1], "commit": None, "config_sha256": one["config_sha256"]}):
+        metas["cpu-full-seed-3"].write_text(json.dumps({"assays": [kept]}))  # None: run outside a git checkout
+        with pytest.raises(SystemExit, match=r"cpu-full-seed-3.json: an assay keeps no commit or config digest; "):
+            refuse_mixed_assays(metas)
