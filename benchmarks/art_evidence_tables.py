@@ -245,17 +245,23 @@ def interim_note(c: Comparison) -> str:
     )
 
 
-def assay_lines(c: Comparison, train_seeds: list[int], steps: int, assays: list[dict]) -> list[str]:
-    """The assay's tables (every setting's scores, every difference) and how the assays ran."""
+def assay_lines(
+    c: Comparison, train_seeds: list[int], steps: int, assays: list[dict], rows: dict[str, int]
+) -> list[str]:
+    """The assay's tables (every setting's scores, every difference) and how the assays ran; ``rows``: each record's
+    assayed triplets (the records with fewer than the most are named)."""
+    most = max(rows.values())
+    fewer = [f"{name} {n}" for name, n in rows.items() if n < most]
+    short = f" ({most} a run; fewer where a round kept fewer than it trains on: {', '.join(fewer)})" if fewer else ""
     minutes = sum(a["minutes"] for a in assays)
     machines = "; ".join(sorted({machine_line(a["machine"], a["date"]) for a in assays}))
     return [
         "## The assay of each run's training data",
         "",
-        f"Each run's training triplets (every round's first `triplets_per_round` kept, rounds in order) train the "
-        f"bundled encoder for {steps} steps at batch 32 (configs/assay.yaml, no dev gating) at training seeds "
-        f"{', '.join(map(str, train_seeds))}. Intervals: paired bootstrap 95% over test pairs and generation runs, "
-        "each drawn run with all its training seeds (its mean already holds their spread), paired by generation "
+        f"Each run's training triplets{short} (every round's first `triplets_per_round` kept, rounds in order) "
+        f"train the bundled encoder for {steps} steps at batch 32 (configs/assay.yaml, no dev gating) at training "
+        f"seeds {', '.join(map(str, train_seeds))}. Intervals: paired bootstrap 95% over test pairs and generation "
+        "runs, each drawn run with all its training seeds (its mean already holds their spread), paired by generation "
         "seed (a seed sets a setting's anchors, sampling, RL and training), and widened for few runs: the estimate "
         "+- sqrt(t_{G-1}^2 x G/(G-1) x V_runs + 1.96^2 x V_pairs), G the runs a side, V_runs the variance over the "
         "run draws on the test pairs themselves, V_pairs over the test-pair resamples (hardcse/evaluation/paired.py;"

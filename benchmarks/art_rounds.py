@@ -288,7 +288,8 @@ def write_page(
     EVIDENCE.mkdir(parents=True, exist_ok=True)
     comparison = evidence_comparison(setting_groups(folders))
     assay = evidence_comparison(assay_groups(folders, ASSAY, train_seeds))
-    assays = [a for f in folders for a in json.loads((ASSAY / f"{f.name}.json").read_text("utf-8"))["assays"]]
+    metas = {f.name: json.loads((ASSAY / f"{f.name}.json").read_text("utf-8")) for f in folders}
+    assays = [a for meta in metas.values() for a in meta["assays"]]
     # the records' own dates, not today's: a rebuild from the records is byte-identical on any day
     made = sorted({json.loads((f / "manifest.json").read_text(encoding="utf-8"))["created"][:10] for f in folders})
     lines = [
@@ -312,7 +313,7 @@ def write_page(
         "```",
         "",
         *answer_lines(assay, comparison),
-        *assay_lines(assay, train_seeds, ASSAY_STEPS, assays),
+        *assay_lines(assay, train_seeds, ASSAY_STEPS, assays, {name: meta["rows"] for name, meta in metas.items()}),
         *evidence_lines(folders, comparison, EVIDENCE / "evidence.png"),
         *per_seed_tables(folders),
         "Wall time (sum of stages): " + ", ".join(f"{f.name} {minutes(f):.1f} min" for f in folders),

@@ -2,11 +2,11 @@
 continued in another session) redoes only what is missing: the shared step of benchmarks/hard_correct.py (one
 round's kept triplets) and benchmarks/art_rounds.py (every round's training triplets).
 
-Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, the
-SHA-256 of the assayed triplets (what decides the evaluations besides rows and steps: a record run again with other
-data is refused, not paired with the old evaluations) and each assay's command, date, minutes, machine, commit and
-the digest of its resolved config less what names its data (:func:`refuse_mixed_assays`: the assays compared on one
-page ran one config, and machine_line.code_line checks their commits as it checks the runs').
+Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/NAME.json: rows, steps, the SHA-256
+of the assayed triplets (what decides the evaluations besides rows and steps: a record run again with other data is
+refused, not paired with the old evaluations) and each assay's command, date, minutes, machine, commit and the
+digest of its resolved config less what names or counts its data (:func:`refuse_mixed_assays`: the assays compared
+on one page ran one config, and machine_line.code_line checks their commits as it checks the runs').
 """
 
 import gzip
@@ -40,7 +40,9 @@ def triplets_digest(triplets: list[Triplet]) -> str:
     return hashlib.sha256(json.dumps(triplets, ensure_ascii=False).encode()).hexdigest()
 
 
-PER_DATA_KEYS = ("data", "names", "seeds")  # what an assay's config.yaml says of its data; the rest is the method
+# what an assay's config.yaml says of its data (rows: how many triplets a record holds, a round may keep fewer than
+# it trains on; NAME.json keeps it); the rest is the method
+PER_DATA_KEYS = ("data", "names", "seeds", "rows")
 
 
 def config_digest(config: Path) -> str:

@@ -267,20 +267,24 @@ def test_a_record_of_another_config_than_today_s_is_refused(tmp_path, monkeypatc
         art_rounds.refuse_changed_configs([("cpu-full", 42), ("cpu-full", 2)])
 
 
-def write_assay_folder(folder: Path, commit: str, data: str, steps: int, seeds: list[int], resumed_on=None) -> dict:
+def write_assay_folder(
+    folder: Path, commit: str, data: str, steps: int, seeds: list[int], resumed_on=None, rows: int = 270
+) -> dict:
     """An assay run folder (what `hardcse assay` leaves: manifest.json, config.yaml) and its provenance."""
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps({"git_commit": commit}))
-    config = {"data": [data], "names": [folder.name], "seeds": seeds, "training": {"max_steps": steps}, "rows": 2}
+    config = {"data": [data], "names": [folder.name], "seeds": seeds, "training": {"max_steps": steps}, "rows": rows}
     (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
     return assay_provenance(folder, resumed_on)
 
 
 def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
-    """An assay's config digest leaves out what names its data (data, names, seeds): assays of two records with the
-    same method agree, one at other steps is refused, and one kept without provenance is refused by its file."""
+    """An assay's config digest leaves out what names or counts its data (data, names, seeds, rows): assays of two
+    records with the same method agree, one at other steps is refused, and one kept without provenance is refused by
+    its file."""
     one = write_assay_folder(tmp_path / "a", "c1", "a.csv", 9, [1, 2])
-    two = write_assay_folder(tmp_path / "b", "c2", "b.csv", 9, [3], resumed_on="c3")  # resumed on other code
+    # another record's data, seeds and size (a round may keep fewer triplets than it trains on), resumed on other code
+    two = write_assay_folder(tmp_path / "b", "c2", "b.csv", 9, [3], resumed_on="c3", rows=264)
     other = write_assay_folder(tmp_path / "c", "c2", "c.csv", 10, [1, 2])
     assert one == {"commit": "c1", "config_sha256": two["config_sha256"]} and two["resumed_on"] == "c3"
     assert other["config_sha256"] != one["config_sha256"]
