@@ -298,7 +298,7 @@ def write_page(
         recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
         nli,
         # an error where runs, or assays, of other code would be compared (or assays of other configs)
-        code_line(folders, assays=refuse_mixed_assays({f.name: ASSAY / f"{f.name}.json" for f in folders})),
+        code_line(folders, assays=refuse_mixed_assays(metas, ASSAY)),
         "",
         "Commands:",
         "",

@@ -105,18 +105,18 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
 
-def refuse_mixed_assays(metas: dict[str, Path]) -> dict[str, list[str]]:
+def refuse_mixed_assays(metas: dict[str, dict], folder: Path) -> dict[str, list[str]]:
     """The assays' commits (commit -> 'assay of NAME' for each assay that ran it) of the records' kept assays
-    (record name -> its NAME.json), after checking that they all ran one config; an error naming the assays
-    otherwise, or naming the file whose assays keep no commit or config digest."""
+    (record name -> its parsed ``folder``/NAME.json), after checking that they all ran one config; an error naming
+    the assays otherwise, or naming the file whose assays keep no commit or config digest."""
     configs: dict[str, list[str]] = {}
     commits: dict[str, list[str]] = {}
-    for name, path in metas.items():
-        for entry in json.loads(path.read_text(encoding="utf-8"))["assays"]:
+    for name, meta in metas.items():
+        for entry in meta["assays"]:
             if not entry.get("config_sha256") or not entry.get("commit"):
                 sys.exit(
-                    f"error: {path}: an assay keeps no commit or config digest; remove {path.parent}/{name}.* and "
-                    "run the benchmark without --skip-runs to assay it again"
+                    f"error: {folder / f'{name}.json'}: an assay keeps no commit or config digest; remove "
+                    f"{folder}/{name}.* and run the benchmark without --skip-runs to assay it again"
                 )
             configs.setdefault(entry["config_sha256"], []).append(name)
             for commit in filter(None, (entry["commit"], entry.get("resumed_on"))):

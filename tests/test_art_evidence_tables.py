@@ -291,16 +291,15 @@ def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
     assert "resumed_on" not in write_assay_folder(tmp_path / "d", "c1", "d.csv", 9, [1], resumed_on="c1")
     metas = {}
     for name, provenance in [("cpu-full-seed-1", one), ("cpu-full-seed-2", two), ("cpu-full-seed-3", other)]:
-        metas[name] = tmp_path / f"{name}.json"
-        metas[name].write_text(json.dumps({"assays": [{"seeds": [1], **provenance}]}))
-    assert refuse_mixed_assays(dict(list(metas.items())[:2])) == {
+        metas[name] = {"assays": [{"seeds": [1], **provenance}]}
+    assert refuse_mixed_assays(dict(list(metas.items())[:2]), tmp_path) == {
         "c1": ["assay of cpu-full-seed-1"],
         "c2": ["assay of cpu-full-seed-2"],
         "c3": ["assay of cpu-full-seed-2"],  # both commits of a resumed assay are checked
     }
     with pytest.raises(SystemExit, match=r"^error: the assays ran different configs \(config [0-9a-f]{12}: "):
-        refuse_mixed_assays(metas)
+        refuse_mixed_assays(metas, tmp_path)
     for kept in ({"seeds": [1]}, {"seeds": [1], "commit": None, "config_sha256": one["config_sha256"]}):
-        metas["cpu-full-seed-3"].write_text(json.dumps({"assays": [kept]}))  # None: run outside a git checkout
+        metas["cpu-full-seed-3"] = {"assays": [kept]}  # None: run outside a git checkout
         with pytest.raises(SystemExit, match=r"cpu-full-seed-3.json: an assay keeps no commit or config digest; "):
-            refuse_mixed_assays(metas)
+            refuse_mixed_assays(metas, tmp_path)
