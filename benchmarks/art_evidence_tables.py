@@ -167,7 +167,10 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
             "Does RL-tuning the generator write better training data than the raw generator?",
             [(BASELINE, MAIN), (BASELINE, grpo)],
         ),
-        ("Than mined negatives (the raw generator's positives with mined negatives)?", [(MINED, MAIN), (MINED, grpo)]),
+        (
+            "Than mined negatives (positives the raw generator wrote in that run, with mined negatives)?",
+            [(MINED, MAIN), (MINED, grpo)],
+        ),
         (
             "And than both together (ART's rounds with its generated and a mined negative, against mined negatives"
             " alone and against ART alone)?",
@@ -200,6 +203,7 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
             f"{what} {text}"
             for what, text in (
                 ("the same data:", said(assay, a, b, (DEV_TASK,))),
+                ("per test set, post hoc (not an answer):", per_task(assay, a, b)),
                 ("its own final encoders:", said(final, a, b, (PRIMARY,))),
             )
             if text is not None
@@ -215,6 +219,18 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
             "",
         ]
     return lines
+
+
+def per_task(c: Comparison, a: str, b: str) -> str | None:
+    """'SICK-R +0.68 [+0.38, +0.97], STS12 -0.22 [...]': the test sets whose own interval excludes zero, largest
+    first (what an average of seven can hide), or that none does; None with one generation run a side or no
+    test set compared."""
+    diff = c.differences.get((a, b))
+    tasks = [col for col in c.columns if col not in (PRIMARY, DEV_TASK) and col in (diff or {})]
+    if not tasks or len(common_runs(c.groups, a, b)) < 2:
+        return None
+    found = sorted((t for t in tasks if diff[t].excludes_zero()), key=lambda t: -abs(diff[t].estimate))
+    return ", ".join(f"{t} {diff[t].signed(2)}" for t in found) if found else "no test set's interval excludes zero"
 
 
 def _interim(c: Comparison, a: str, b: str) -> str:
@@ -268,6 +284,9 @@ def assay_lines(
         f" conservative); * excludes zero.{interim_note(c)} The assays ran "
         f"{minutes:.1f} min in all ({machines}); each one's command: art_evidence/assay/NAME.json.",
         "",
+        "Scores: mean +- sd over a setting's members (n: its generation seeds x training seeds, all it ran);"
+        " each difference below is over the generation seeds both sides ran.",
+        "",
         # every interval, without compare's verdict lines: the verdicts are the Answers' (one declared per
         # question; none with one run a side)
         *(line for line in comparison_markdown(c).splitlines() if not line.startswith("- ")),
@@ -277,7 +296,11 @@ def assay_lines(
 
 def per_seed_tables(folders: list[Path]) -> list[str]:
     """One `art compare` table per seed: each run against its round 0 and the same seed's raw-LLM baseline."""
-    lines = []
+    lines = [
+        "Per seed (`art compare`): one run a side, so each interval covers the STS test pairs alone, not the spread"
+        " between generation runs: a * there is not a finding (the Answers above are).",
+        "",
+    ]
     seeds = list(dict.fromkeys(seed_of(f) for f in folders))
     for seed in seeds:
         members = [f for f in folders if seed_of(f) == seed]
