@@ -41,6 +41,8 @@ SHARED = {
     "and a 16-min `make test-fast` (nice 5)",
     "cpu-full-seed-1": "two processes (round 1's encoder on resumed 30 min later); round 3's RL (~12 min) shared "
     "the cores with three page rebuilds (~11 min)",
+    "art-two-negatives-seed-4": "round 1 (reused from cpu-full-seed-4's) shared the cores with a ~2-min duplicate-code "
+    "scan (nice 10)",
     "cpu-full-seed-4": "two processes: the first from 00:08, from 00:13 ~20 min beside a `make demo` (nice 5), was "
     "stopped at a session's end in round 2's synthesis; the second resumed it in the next session (the manifest "
     "counts round 2's synthesis from then: the second process's part) beside ~1 min of tests (nice 10)",
