@@ -111,6 +111,8 @@ def test_a_clustered_interval_widens_the_spread_between_clusters_alone():
     sd_pairs = float(np.nanstd(m1.draws["T1"] - m0.draws["T1"]))
     assert same.estimate == pytest.approx(m1.estimate["T1"] - m0.estimate["T1"])
     assert same.high - same.estimate == pytest.approx(1.959964 * sd_pairs)
+    # it keeps its standard error (the pairs' sd alone here) and t's degrees of freedom (two clusters: 1)
+    assert (same.se, same.df) == (pytest.approx(sd_pairs), 1)
     mixed = group_difference([m0], [m1, m2], boot, [1], [1, 2], [None], [1, 2])["T1"]
     # the two clusters drawn with replacement: (m1, m1), (m1, m2), (m2, m1), (m2, m2), each 1/4 on average; the
     # bootstrap's own draws give var(between) near (m2 - m1)^2 / 8

@@ -24,17 +24,22 @@ class Interval:
     low: float
     high: float
     n: int  # items with a defined value
+    # where the interval is estimate +- quantile x SE rather than percentiles (paired.py's clustered difference):
+    # its standard error and the degrees of freedom of its t quantile, which detectable_difference uses
+    se: float | None = None
+    df: int | None = None
 
     def excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
 
     def to_dict(self, digits: int = 4) -> dict:
+        known = {"se": None if self.se is None else round(self.se, digits), "df": self.df}
         return {
             "estimate": round(self.estimate, digits),
             "low": round(self.low, digits),
             "high": round(self.high, digits),
             "n": self.n,
-        }
+        } | {key: value for key, value in known.items() if value is not None}
 
     def signed(self, digits: int = 2) -> str:
         """'+0.40 [-0.10, +0.90]': a difference with its interval, signs shown."""
@@ -102,9 +107,14 @@ def paired_bootstrap(
 
 def detectable_difference(interval: Interval, power: float = 0.8, confidence: float = 0.95) -> float:
     """The smallest true difference a comparison with ``interval``'s spread finds (its interval excludes zero) with
-    probability ``power``: (z_{1-a/2} + z_power) * SE, the standard error read off the interval's width as if it
-    were normal, SE = (high - low) / (2 z_{1-a/2}). Issue 42's "power" of a comparison."""
-    from scipy.stats import norm
+    probability ``power``: (q_{1-a/2} + q_power) x SE. Where the interval keeps its SE and degrees of freedom
+    (paired.py's clustered difference) q is t with those; its SE holds the test pairs' part too, so t applied to
+    all of it errs towards a larger figure. Otherwise q is the normal's and SE is read off the interval's width as
+    if it were normal, SE = (high - low) / (2 z_{1-a/2}). Issue 42's "power" of a comparison."""
+    from scipy.stats import norm, t
 
+    if interval.se is not None and interval.df is not None:
+        quantile = t(interval.df).ppf
+        return (float(quantile(1 - (1 - confidence) / 2)) + float(quantile(power))) * interval.se
     z = float(norm.ppf(1 - (1 - confidence) / 2))
     return (z + float(norm.ppf(power))) * (interval.high - interval.low) / (2 * z)

@@ -61,23 +61,23 @@ def compare_groups(
         for name in pair:
             if name not in groups:
                 raise HardcseError(f"no group named {name!r}; groups: {', '.join(groups)}")
-    involved = {id(r) for pair in pairs for name in pair for r in groups[name]}
-    records = [r for members in groups.values() for r in members if id(r) in involved]
-    tasks = [t for t in [*SEVEN_TASKS, DEV_TASK] if all(t in r.record.get("cosines", {}) for r in records)]
+    # each member by (group, place in it): the draws below are memoised by what names them, not by object identity
+    involved = {name for pair in pairs for name in pair}
+    records = {(name, i): r for name in involved for i, r in enumerate(groups[name])}
+    tasks = [t for t in [*SEVEN_TASKS, DEV_TASK] if all(t in r.record.get("cosines", {}) for r in records.values())]
     differences = {}
     if pairs:
         if not tasks:
             raise HardcseError("no STS task has per-pair cosines in every compared eval.json; evaluate them again")
         boot = STSBootstrap(tasks, resamples, seed)
-        draws = {id(r): boot.draws(r.record, r.label) for r in records}
+        draws = {key: boot.draws(r.record, r.label) for key, r in records.items()}
         for a, b in pairs:
             ga, gb = groups[a], groups[b]
             seeds = [r.seed for r in ga], [r.seed for r in gb]
             clustered = any(r.cluster is not None for r in [*ga, *gb])
             clusters = ([r.cluster for r in ga], [r.cluster for r in gb]) if clustered else (None, None)
-            differences[(a, b)] = group_difference(
-                [draws[id(r)] for r in ga], [draws[id(r)] for r in gb], boot, *seeds, *clusters
-            )
+            side_a, side_b = ([draws[(name, i)] for i in range(len(groups[name]))] for name in (a, b))
+            differences[(a, b)] = group_difference(side_a, side_b, boot, *seeds, *clusters)
     present = [c for c in COLUMNS if any(_score(m.record, c) is not None for ms in groups.values() for m in ms)]
     return Comparison(groups, list(pairs), differences, resamples, seed, present)
 

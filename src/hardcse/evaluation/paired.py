@@ -198,13 +198,15 @@ def _cluster_choice(
     return table_a[pick_a].reshape(resamples, -1), table_b[pick_b].reshape(resamples, -1), len(ids_a), len(ids_b)
 
 
-def _clustered_half_width(between: np.ndarray, pairs: np.ndarray, clusters: int) -> float:
-    """The 95% half-width sqrt(t_{G-1}^2 x G/(G-1) x var(between) + z^2 x var(pairs)) (module doc): ``between``
-    B - A over the cluster draws on the test pairs themselves, ``pairs`` over the test-pair resamples."""
+def _clustered_spread(between: np.ndarray, pairs: np.ndarray, clusters: int) -> tuple[float, float]:
+    """(the 95% half-width sqrt(t_{G-1}^2 x G/(G-1) x var(between) + z^2 x var(pairs)) (module doc), the standard
+    error sqrt(G/(G-1) x var(between) + var(pairs))): ``between`` B - A over the cluster draws on the test pairs
+    themselves, ``pairs`` over the test-pair resamples."""
     from scipy.stats import norm, t
 
-    few = t.ppf(0.975, clusters - 1) ** 2 * clusters / (clusters - 1) * float(np.var(between))
-    return float(np.sqrt(few + norm.ppf(0.975) ** 2 * float(np.nanvar(pairs))))
+    runs, tests = clusters / (clusters - 1) * float(np.var(between)), float(np.nanvar(pairs))
+    half = np.sqrt(t.ppf(0.975, clusters - 1) ** 2 * runs + norm.ppf(0.975) ** 2 * tests)
+    return float(half), float(np.sqrt(runs + tests))
 
 
 def group_difference(
@@ -243,12 +245,13 @@ def group_difference(
         if clusters is None:
             draws = all_b[rows, pick_b].mean(axis=1) - all_a[rows, pick_a].mean(axis=1)
             low, high = np.nanpercentile(draws, [2.5, 97.5])
+            out[column] = Interval(estimate, float(low), float(high), boot.pairs_in(column))
         else:
             est_a, est_b = (np.array([m.estimate[column] for m in g]) for g in (a, b))
             between = est_b[pick_b].mean(axis=1) - est_a[pick_a].mean(axis=1)
-            half = _clustered_half_width(between, all_b.mean(axis=1) - all_a.mean(axis=1), clusters)
-            low, high = estimate - half, estimate + half
-        out[column] = Interval(estimate, float(low), float(high), boot.pairs_in(column))
+            half, se = _clustered_spread(between, all_b.mean(axis=1) - all_a.mean(axis=1), clusters)
+            # se and df go with it: detectable_difference reads the power off them, with t's quantiles
+            out[column] = Interval(estimate, estimate - half, estimate + half, boot.pairs_in(column), se, clusters - 1)
     return out
 
 
