@@ -5,7 +5,7 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 from conftest import SENTENCES
 from hardcse.data.sts import STSPairs, load_sts_task
 from hardcse.encoder.encode import encode, token_budget_batches
-from hardcse.evaluation.sts import STSEvaluator, evaluate_sts, spearman_of_cosine
+from hardcse.evaluation.sts import STSEvaluator, STSResult, evaluate_sts, exact_decimals, spearman_of_cosine
 
 
 def test_token_budget_batches_cover_everything_once_shortest_first():
@@ -25,6 +25,24 @@ def test_spearman_of_cosine_by_hand():
     assert spearman_of_cosine(e1, e2, np.array([1.0, 2.0, 3.0, 4.0])) == pytest.approx(-100.0)
     # ranks of gold (2,1,3,4) vs cosine ranks (4,3,2,1): rho = 1 - 6*sum(d^2)/(n(n^2-1)) = 1 - 6*18/60 = -0.8
     assert spearman_of_cosine(e1, e2, np.array([2.0, 1.0, 3.0, 4.0])) == pytest.approx(-80.0)
+
+
+def test_eval_json_cosines_rank_as_the_scored_ones():
+    """Cosines 1e-7 apart (float32 keeps them apart; six decimals would tie them): read back from the JSON, they
+    give the stored score, and each equals the float32 that was scored."""
+    import json
+
+    from scipy.stats import spearmanr
+
+    cosines = np.float32(0.5) + np.arange(6, dtype=np.float32) * np.float32(1.2e-7)
+    gold = np.array([1.0, 3.0, 2.0, 5.0, 4.0, 6.0])
+    result = STSResult({"T": float(spearmanr(cosines, gold).statistic * 100)}, 0.0, 12, cosines={"T": cosines})
+    stored = json.loads(json.dumps(result.to_dict()))
+    assert len(set(stored["cosines"]["T"])) == 6
+    assert np.array_equal(np.float32(stored["cosines"]["T"]), cosines)
+    assert spearmanr(stored["cosines"]["T"], gold).statistic * 100 == stored["scores"]["T"]
+    assert exact_decimals(np.array([0.1, 1 / 3])) == [0.1, 1 / 3]  # float64 stays exact too
+    assert max(len(repr(c)) for c in stored["cosines"]["T"]) <= 11  # "0.50000054": no float64 tail
 
 
 def test_fast_encode_matches_sentence_transformers(tiny_encoder):

@@ -40,8 +40,18 @@ class STSResult:
             "seconds": round(self.seconds, 2),
             "n_sentences": self.n_sentences,
             **self.meta,
-            "cosines": {task: [round(float(c), 6) for c in values] for task, values in self.cosines.items()},
+            "cosines": {task: exact_decimals(values) for task, values in self.cosines.items()},
         }
+
+
+def exact_decimals(values: np.ndarray) -> list[float]:
+    """Each value as the shortest decimal that reads back to it in its own precision (float32 cosines: at most 9
+    significant digits), so eval.json's cosines rank exactly as the scored ones did: rounding them to fewer digits
+    ties neighbours, and a Spearman recomputed from the file then differs from the stored score."""
+    values = np.asarray(values)
+    if values.dtype == np.float32:
+        return [float(str(v)) for v in values]  # numpy's str of a float32 is its shortest round-trip decimal
+    return [float(v) for v in values.astype(np.float64)]
 
 
 def seven_task_average(scores: dict[str, float]) -> float | None:
