@@ -15,6 +15,7 @@ from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.errors import HardcseError
+from hardcse.evaluation.sts import dev_score
 
 
 @pytest.fixture
@@ -141,7 +142,11 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     assert training == training | {"triplets": 0, "trained": False, "handed_on": "previous"}
     scores = [json.loads((run / r / "eval.json").read_text())["scores"] for r in ("round_0", "round_1")]
     assert scores[0] == scores[1]
-    assert SentenceTransformer(str(final), device="cpu").encode(["the cat runs"]).shape == (1, 32)
+    handed_on = SentenceTransformer(str(final), device="cpu")
+    assert handed_on.encode(["the cat runs"]).shape == (1, 32)
+    # keep-better's previous score is training's own evaluator on the encoder it would hand on (not eval.json's,
+    # whose engine can differ in the last digits): a fresh process scores the saved encoder the same
+    assert training["previous_dev"] == dev_score(handed_on)
     measures = json.loads((run / "round_1" / "measures.json").read_text())
     assert measures["positive_accuracy"] is None and measures["judge"] is None
     report = (run / "report.md").read_text()

@@ -244,10 +244,9 @@ def run_training_job(
         eval_length = model.max_seq_length
         model.max_seq_length = settings.max_seq_length
         if evaluator is None and metric is not None:
-            from hardcse.data.sts import DEV_TASK, load_sts_task
-            from hardcse.evaluation.sts import STSEvaluator
+            from hardcse.evaluation.sts import dev_evaluator
 
-            evaluator = STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=eval_length)
+            evaluator = dev_evaluator(eval_length)
     elif not isinstance(model, CrossEncoder):
         raise TypeError(f"run_training_job trains a SentenceTransformer or a CrossEncoder, not {type(model)}")
     arguments_cls = SentenceTransformerTrainingArguments if is_encoder else CrossEncoderTrainingArguments

@@ -38,7 +38,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.engines import select_engine
 from hardcse.errors import HardcseError, not_a_file
-from hardcse.evaluation.sts import write_sts_eval
+from hardcse.evaluation.sts import dev_score, write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
@@ -210,7 +210,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     encoder_dir = folder.stage(
         f"round_{r}.encoder",
         f"round_{r}/encoder",
-        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling, previous_eval),
+        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling),
         keep_partial=True,
         all_ranks=True,
     )
@@ -284,15 +284,14 @@ def _easy_to_hard(model: SentenceTransformer, data: list[Triplet]) -> list[Tripl
     return [data[i] for i in sorted(range(len(data)), key=lambda i: (-phi[i], i))]
 
 
-def _train_round_encoder(
-    config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str, previous: Path
-) -> None:
+def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str) -> None:
     """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
-    dev. The round's ``training.json`` is written before ``out`` is renamed: a done stage always has it."""
-    previous_dev = json.loads(previous.read_text(encoding="utf-8"))["scores"][DEV_TASK]
+    dev, both scored by training's evaluator (the previous round's eval.json scores it through the evaluation
+    engine, OpenVINO by default, whose last digits can differ from PyTorch's). The round's ``training.json`` is
+    written before ``out`` is renamed: a done stage always has it."""
     data, decontaminated = _training_data(config, round_dir)
     model = load_encoder(source, pooling, device=config.encoder_training.training.device)
-    record: dict = {"triplets": len(data), "previous_dev": previous_dev, "source": source}
+    record: dict = {"triplets": len(data), "previous_dev": dev_score(model), "source": source}
     if config.triplets_per_round is not None:  # kept vs used: a round short of the budget shows it
         kept = json.loads((round_dir / "synthesis.json").read_text(encoding="utf-8"))["kept"]
         record |= {"kept": kept, "triplets_per_round": config.triplets_per_round}
@@ -314,7 +313,8 @@ def _train_round_encoder(
             best_step=outcome.best_step,
             dev_history=outcome.record["dev_history"],
         )
-        if config.keep_better_encoder and not (outcome.best_dev is not None and outcome.best_dev > previous_dev):
+        beaten = outcome.best_dev is not None and outcome.best_dev > record["previous_dev"]
+        if config.keep_better_encoder and not beaten:
             record.update(handed_on="previous", why="training did not beat the previous encoder on STS-B dev")
             if is_main():
                 shutil.rmtree(out)

@@ -177,10 +177,9 @@ def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, e
     if config.inference_prefix != "dev":
         transformer.inference_view = INFERENCE_VIEWS[config.inference_prefix]
         return {"inference_prefix": config.inference_prefix}
-    from hardcse.data.sts import DEV_TASK, load_sts_task
-    from hardcse.evaluation.sts import STSEvaluator
+    from hardcse.evaluation.sts import dev_evaluator
 
-    evaluator = STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=eval_length)
+    evaluator = dev_evaluator(eval_length)
     scores = {}
     for name, view in INFERENCE_VIEWS.items():
         transformer.inference_view = view

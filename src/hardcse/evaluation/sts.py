@@ -149,3 +149,16 @@ class STSEvaluator(BaseEvaluator):
         finally:
             model.max_seq_length = training_length
         return self.prefix_name_to_metrics({"spearman": score}, self.name)
+
+
+def dev_evaluator(max_seq_length: int | None = None) -> STSEvaluator:
+    """STS-B dev as training selects checkpoints on it (PyTorch, the encoder at ``max_seq_length``)."""
+    from hardcse.data.sts import DEV_TASK
+
+    return STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=max_seq_length)
+
+
+def dev_score(model: SentenceTransformer) -> float:
+    """``model``'s STS-B dev scored as training scores its checkpoints (:func:`dev_evaluator` at the model's own
+    length), so a trained model's best and a previous model's score compare like with like."""
+    return next(iter(dev_evaluator(model.max_seq_length)(model).values()))
