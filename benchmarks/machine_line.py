@@ -166,14 +166,21 @@ CODE_THAT_MAY_DIFFER = (
 )
 
 
+def started_commits(manifest: dict) -> list[str]:
+    """The commits a run ran: the one it was created on and each start's (a resumed run's manifest names one per
+    start since they were recorded; before, only the first)."""
+    starts = [run["git_commit"] for run in manifest.get("runs") or [] if "git_commit" in run]
+    return list(dict.fromkeys([manifest["git_commit"], *starts]))
+
+
 def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, list[str]] | None = None) -> str:
     """One sentence: the commits the runs' manifests name (and ``assays``': commit -> what ran it), after checking
     that their src/hardcse differs only in CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files
     and runs otherwise: runs of other code are not compared."""
     commits: dict[str, list[str]] = {}
     for record in records:
-        commit = json.loads((record / "manifest.json").read_text(encoding="utf-8"))["git_commit"]
-        commits.setdefault(commit, []).append(record.name)
+        for commit in started_commits(json.loads((record / "manifest.json").read_text(encoding="utf-8"))):
+            commits.setdefault(commit, []).append(record.name)
     run_commits = list(commits)
     for commit, names in (assays or {}).items():
         commits.setdefault(commit, []).extend(names)

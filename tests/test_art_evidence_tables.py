@@ -217,6 +217,13 @@ def test_records_of_other_code_are_not_compared(tmp_path):
     )
     with pytest.raises(SystemExit, match=rf"^error: assay of run-seed-0 ran commit {commits[3][:8]}, whose src/"):
         code_line(records[2:3], repo, {commits[3]: ["assay of run-seed-0"]})
+    # a run resumed on another commit: each start's commit is checked, not only the first's
+    resumed = tmp_path / "resumed-seed-0"
+    resumed.mkdir()
+    starts = [{"git_commit": commits[0]}, {"git_commit": commits[2]}]
+    (resumed / "manifest.json").write_text(json.dumps({"git_commit": commits[0], "runs": starts}))
+    with pytest.raises(SystemExit, match=rf"resumed-seed-0 ran commit {commits[2][:8]}, whose src/hardcse/art/run"):
+        code_line([records[0], resumed], repo)
     assert (REPOSITORY / "src/hardcse").is_dir()  # the default repository is the checkout's root, where git's
     # pathspec src/hardcse names the package (from benchmarks/ it named nothing, and every commit passed)
 

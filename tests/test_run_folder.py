@@ -40,3 +40,19 @@ def test_a_finished_stage_records_its_end_and_seconds(tmp_path):
     entry = json.loads((tmp_path / "run" / "manifest.json").read_text())["stages"]["make"]
     assert entry["attempts"] == 1 and entry["seconds"] >= 0 and entry["end"] >= entry["start"]
     assert (tmp_path / "run" / "out").is_dir() and not (tmp_path / "run" / "out.partial").exists()
+
+
+def test_each_start_names_the_commit_it_ran(tmp_path, monkeypatch):
+    """A run resumed after a commit ran two codes: the manifest keeps the first commit on top and each start's own."""
+    import hardcse.run_folder as run_folder
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(run_folder, "git_commit", lambda: "a" * 40)
+    with RunFolder(run, SimCSEConfig()) as folder:
+        folder.stage("one", "one.txt", lambda partial: partial.write_text("1"))
+    monkeypatch.setattr(run_folder, "git_commit", lambda: "b" * 40)
+    with RunFolder(run, SimCSEConfig(), resume=True) as folder:
+        folder.stage("two", "two.txt", lambda partial: partial.write_text("2"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["git_commit"] == "a" * 40
+    assert [start["git_commit"] for start in manifest["runs"]] == ["a" * 40, "b" * 40]

@@ -153,7 +153,9 @@ class RunFolder:
                 "seeds": seeds(self.config),
                 "stages": {},
             }
-        run = {"started": now(), "machine": this_machine(), "world_size": launched_world_size()}
+        # each start names its own commit: a run resumed after a commit ran two codes, and its record says so
+        run = {"started": now(), "git_commit": git_commit(), "machine": this_machine()}
+        run["world_size"] = launched_world_size()
         self.manifest.setdefault("runs", []).append(run | ({"argv": INVOCATION} if INVOCATION else {}))
         self._save_manifest()
 
