@@ -192,7 +192,9 @@ def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
         " art-two-negatives), GRPO, and the adaptive runs' own final encoders, on avg7 only (STS-B dev chose their"
         " checkpoints; ART's three rounds keep a checkpoint only if it is better, the baselines train one round: a"
         " comparison of procedures, not of data). Each comparison names the smallest true difference it could have"
-        " detected with 80% power, read off its interval's width (itself uncertain with few runs).",
+        " detected with 80% power: its interval's half-width plus t's 80% quantile times its standard error, with"
+        " Welch-Satterthwaite degrees of freedom between the runs' part (G-1) and the test pairs' (normal)"
+        " (`hardcse.stats.detectable_difference`; itself uncertain with few runs).",
         "",
     ]
     for question, pairs in questions:

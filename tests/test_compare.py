@@ -111,8 +111,8 @@ def test_a_clustered_interval_widens_the_spread_between_clusters_alone():
     sd_pairs = float(np.nanstd(m1.draws["T1"] - m0.draws["T1"]))
     assert same.estimate == pytest.approx(m1.estimate["T1"] - m0.estimate["T1"])
     assert same.high - same.estimate == pytest.approx(1.959964 * sd_pairs)
-    # it keeps its standard error (the pairs' sd alone here) and t's degrees of freedom (two clusters: 1)
-    assert (same.se, same.df) == (pytest.approx(sd_pairs), 1)
+    # it keeps its standard error (the pairs' sd alone here) and no degrees of freedom (nothing between clusters)
+    assert (same.se, same.df) == (pytest.approx(sd_pairs), None)
     mixed = group_difference([m0], [m1, m2], boot, [1], [1, 2], [None], [1, 2])["T1"]
     # the two clusters drawn with replacement: (m1, m1), (m1, m2), (m2, m1), (m2, m2), each 1/4 on average; the
     # bootstrap's own draws give var(between) near (m2 - m1)^2 / 8
@@ -120,6 +120,10 @@ def test_a_clustered_interval_widens_the_spread_between_clusters_alone():
     pairs = np.nanvar((m1.draws["T1"] + m2.draws["T1"]) / 2 - m0.draws["T1"])
     half = np.sqrt(12.7062**2 * 2 * gap**2 / 8 + 1.959964**2 * pairs)
     assert mixed.high - mixed.estimate == pytest.approx(half, rel=0.1)
+    # its SE and Welch-Satterthwaite degrees of freedom, from the half-width's two parts: t_1^2 V_runs + z^2 V_pairs
+    runs = ((mixed.high - mixed.estimate) ** 2 - 1.959964**2 * pairs) / 12.7062**2
+    assert mixed.se == pytest.approx(np.sqrt(runs + pairs), rel=1e-4)
+    assert mixed.df == pytest.approx((runs + pairs) ** 2 / runs**2, rel=1e-3)
 
 
 def test_clusters_of_unequal_size_are_an_error():

@@ -51,13 +51,14 @@ def test_detectable_difference_from_an_intervals_width():
     assert detectable_difference(Interval(0.0, -0.98, 0.98, 10), power=0.5) == pytest.approx(0.98, abs=1e-4)
 
 
-def test_detectable_difference_with_t_where_the_interval_keeps_its_se():
+def test_detectable_difference_from_a_kept_se_and_degrees_of_freedom():
     from hardcse.stats import Interval, detectable_difference
 
-    # SE 1, 4 degrees of freedom (5 clusters): t_4 at 97.5% 2.776445, at 80% 0.940965; the width is not read
-    kept = Interval(0.3, -9.0, 9.0, 10, se=1.0, df=4)
-    assert detectable_difference(kept) == pytest.approx(3.717410, abs=1e-5)
-    assert detectable_difference(kept, power=0.5) == pytest.approx(2.776445, abs=1e-5)
+    # half-width 1 (however built) + the power quantile x SE 0.4: t_4 at 80% 0.940965, the normal's 0.841621
+    kept = Interval(0.3, -0.7, 1.3, 10, se=0.4, df=4)
+    assert detectable_difference(kept) == pytest.approx(1 + 0.940965 * 0.4, abs=1e-5)
+    assert detectable_difference(Interval(0.3, -0.7, 1.3, 10, se=0.4)) == pytest.approx(1 + 0.841621 * 0.4, abs=1e-5)
+    assert detectable_difference(kept, power=0.5) == pytest.approx(1.0)
     # to_dict names them only where they are known: a percentile interval's dict is as before
-    assert kept.to_dict() == {"estimate": 0.3, "low": -9.0, "high": 9.0, "n": 10, "se": 1.0, "df": 4}
+    assert kept.to_dict() == {"estimate": 0.3, "low": -0.7, "high": 1.3, "n": 10, "se": 0.4, "df": 4}
     assert set(Interval(0.3, 0.1, 0.5, 10).to_dict()) == {"estimate", "low", "high", "n"}

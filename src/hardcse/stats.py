@@ -24,16 +24,16 @@ class Interval:
     low: float
     high: float
     n: int  # items with a defined value
-    # where the interval is estimate +- quantile x SE rather than percentiles (paired.py's clustered difference):
-    # its standard error and the degrees of freedom of its t quantile, which detectable_difference uses
+    # where the interval is estimate +- quantiles x SE rather than percentiles (paired.py's clustered difference):
+    # its standard error and the degrees of freedom of its sampling distribution (None: normal), for the power
     se: float | None = None
-    df: int | None = None
+    df: float | None = None
 
     def excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
 
     def to_dict(self, digits: int = 4) -> dict:
-        known = {"se": None if self.se is None else round(self.se, digits), "df": self.df}
+        known = {key: None if v is None else round(v, digits) for key, v in (("se", self.se), ("df", self.df))}
         return {
             "estimate": round(self.estimate, digits),
             "low": round(self.low, digits),
@@ -107,14 +107,15 @@ def paired_bootstrap(
 
 def detectable_difference(interval: Interval, power: float = 0.8, confidence: float = 0.95) -> float:
     """The smallest true difference a comparison with ``interval``'s spread finds (its interval excludes zero) with
-    probability ``power``: (q_{1-a/2} + q_power) x SE. Where the interval keeps its SE and degrees of freedom
-    (paired.py's clustered difference) q is t with those; its SE holds the test pairs' part too, so t applied to
-    all of it errs towards a larger figure. Otherwise q is the normal's and SE is read off the interval's width as
-    if it were normal, SE = (high - low) / (2 z_{1-a/2}). Issue 42's "power" of a comparison."""
+    probability ``power``: the interval's half-width plus q_power x SE. Where the interval keeps its SE and degrees
+    of freedom (paired.py's clustered difference), q is t's with those (the normal's with none) and the half-width
+    is the interval's own, whatever quantiles built it; otherwise the interval is read as normal, SE = (high - low)
+    / (2 z_{1-a/2}), which gives (z_{1-a/2} + z_power) x SE. Issue 42's "power" of a comparison."""
     from scipy.stats import norm, t
 
-    if interval.se is not None and interval.df is not None:
-        quantile = t(interval.df).ppf
-        return (float(quantile(1 - (1 - confidence) / 2)) + float(quantile(power))) * interval.se
+    half = (interval.high - interval.low) / 2
+    if interval.se is not None:
+        quantile = float(norm.ppf(power) if interval.df is None else t(interval.df).ppf(power))
+        return half + quantile * interval.se
     z = float(norm.ppf(1 - (1 - confidence) / 2))
-    return (z + float(norm.ppf(power))) * (interval.high - interval.low) / (2 * z)
+    return (z + float(norm.ppf(power))) * half / z

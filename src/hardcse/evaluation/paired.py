@@ -198,15 +198,18 @@ def _cluster_choice(
     return table_a[pick_a].reshape(resamples, -1), table_b[pick_b].reshape(resamples, -1), len(ids_a), len(ids_b)
 
 
-def _clustered_spread(between: np.ndarray, pairs: np.ndarray, clusters: int) -> tuple[float, float]:
-    """(the 95% half-width sqrt(t_{G-1}^2 x G/(G-1) x var(between) + z^2 x var(pairs)) (module doc), the standard
-    error sqrt(G/(G-1) x var(between) + var(pairs))): ``between`` B - A over the cluster draws on the test pairs
-    themselves, ``pairs`` over the test-pair resamples."""
+def _clustered_spread(between: np.ndarray, pairs: np.ndarray, clusters: int) -> tuple[float, float, float | None]:
+    """The 95% half-width sqrt(t_{G-1}^2 x V_runs + z^2 x V_pairs) (module doc), V_runs = G/(G-1) x var(between),
+    V_pairs = var(pairs); the standard error sqrt(V_runs + V_pairs); and its Welch-Satterthwaite degrees of freedom
+    (G-1) x (V_runs + V_pairs)^2 / V_runs^2 (the pairs' part counts as infinite; None when V_runs is 0), with which
+    detectable_difference reads the power. ``between``: B - A over the cluster draws on the test pairs themselves;
+    ``pairs``: over the test-pair resamples."""
     from scipy.stats import norm, t
 
     runs, tests = clusters / (clusters - 1) * float(np.var(between)), float(np.nanvar(pairs))
     half = np.sqrt(t.ppf(0.975, clusters - 1) ** 2 * runs + norm.ppf(0.975) ** 2 * tests)
-    return float(half), float(np.sqrt(runs + tests))
+    df = (clusters - 1) * (runs + tests) ** 2 / runs**2 if runs > 0 else None
+    return float(half), float(np.sqrt(runs + tests)), df
 
 
 def group_difference(
@@ -249,9 +252,9 @@ def group_difference(
         else:
             est_a, est_b = (np.array([m.estimate[column] for m in g]) for g in (a, b))
             between = est_b[pick_b].mean(axis=1) - est_a[pick_a].mean(axis=1)
-            half, se = _clustered_spread(between, all_b.mean(axis=1) - all_a.mean(axis=1), clusters)
-            # se and df go with it: detectable_difference reads the power off them, with t's quantiles
-            out[column] = Interval(estimate, estimate - half, estimate + half, boot.pairs_in(column), se, clusters - 1)
+            half, se, df = _clustered_spread(between, all_b.mean(axis=1) - all_a.mean(axis=1), clusters)
+            # se and df go with it: detectable_difference reads the power off them
+            out[column] = Interval(estimate, estimate - half, estimate + half, boot.pairs_in(column), se, df)
     return out
 
 
