@@ -317,3 +317,23 @@ def test_the_assays_on_one_page_ran_one_config_and_name_their_commits(tmp_path):
         metas["cpu-full-seed-3"] = {"assays": [kept]}  # None: run outside a git checkout
         with pytest.raises(SystemExit, match=r"cpu-full-seed-3.json: an assay keeps no commit or config digest; "):
             refuse_mixed_assays(metas, tmp_path)
+
+
+def test_an_nli_model_trained_again_stands_in_only_with_the_records_weights(tmp_path):
+    """nli_reproduce: a trained folder's row names its digest against the one every record names, and its held-out
+    accuracy beside the records' model's; a folder without its files is an error naming the missing one."""
+    from nli_reproduce import RESULTS, records_digest, reproduction
+
+    folder = tmp_path / "nli"
+    (folder / "model").mkdir(parents=True)
+    (folder / "model" / "model.safetensors").write_bytes(b"other weights")
+    for name in ("manifest.json", "nli_eval.json"):
+        (folder / name).write_text((RESULTS / f"nli-minilm-{name}").read_text())
+    row = reproduction("discriminator", folder)
+    assert row["records_sha256"] == records_digest("discriminator") and row["records_sha256"].startswith("9cd239845429")
+    assert not row["same_weights"] and row["sha256"] != row["records_sha256"]
+    assert row["accuracy"]["SNLI test"] == [78.88, 78.88] and row["git_commit"].startswith("aa8a97cc")
+    assert "AMD EPYC" in row["machine"]
+    (folder / "nli_eval.json").unlink()
+    with pytest.raises(SystemExit, match=r"nli_eval.json is missing: --model takes a folder `hardcse nli train`"):
+        reproduction("discriminator", folder)

@@ -1,0 +1,91 @@
+"""Is an NLI model trained again the one issue 42's records were judged by? Each record's nli_models.json names the
+SHA-256 of its discriminator's and judge's weights, and the evidence page compares only runs whose digests agree,
+so a model lost with a machine's run folder can stand in only if training it again gives the same weights.
+
+    python benchmarks/nli_reproduce.py --role discriminator --model runs/nli-minilm-intel
+
+``--model``: a folder `hardcse nli train` wrote (model/, manifest.json, nli_eval.json). Compares its weights' digest
+(art_rounds.model_digest) with the one every evidence record names for ``--role``, and its held-out scores with the
+committed ones of the records' model (benchmarks/results/nli_models/NAME-nli_eval.json); writes its row, by role and
+machine, into benchmarks/results/nli_models/reproduced.{json,md} with the machine and commit its manifest names.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from art_rounds import RECORDS, model_digest
+from machine_line import NLI_RECORD, machine_line
+
+RESULTS = Path(__file__).parent / "results" / "nli_models"
+# the committed evaluation of the model each role's records name (its config's --out name)
+COMMITTED = {"discriminator": "nli-minilm", "judge": "nli-judge"}
+ACCURACY = "accuracy"  # of each held-out split in nli_eval.json
+
+
+def records_digest(role: str) -> str:
+    """The digest every evidence record names for ``role``; an error if they disagree (the page would refuse them)."""
+    named = {json.loads((r / NLI_RECORD).read_text(encoding="utf-8"))[role]["sha256"] for r in RECORDS.iterdir()}
+    if len(named) != 1:
+        sys.exit(f"error: the records under {RECORDS} name {len(named)} {role} digests; the page compares none of them")
+    return named.pop()
+
+
+def reproduction(role: str, model: Path) -> dict:
+    """The row of ``model`` (a trained folder) against the records' ``role``."""
+    for needed in ("model", "manifest.json", "nli_eval.json"):
+        if not (model / needed).exists():
+            sys.exit(f"error: {model / needed} is missing: --model takes a folder `hardcse nli train` finished")
+    manifest = json.loads((model / "manifest.json").read_text(encoding="utf-8"))
+    ours = json.loads((model / "nli_eval.json").read_text(encoding="utf-8"))
+    theirs = json.loads((RESULTS / f"{COMMITTED[role]}-nli_eval.json").read_text(encoding="utf-8"))
+    digest, wanted = model_digest(str(model)), records_digest(role)
+    return {
+        "role": role,
+        "machine": machine_line(manifest["runs"][0]["machine"], manifest["created"][:10]),
+        "git_commit": manifest["git_commit"],
+        "sha256": digest,
+        "records_sha256": wanted,
+        "same_weights": digest == wanted,
+        "accuracy": {split: [round(ours[split][ACCURACY], 2), round(theirs[split][ACCURACY], 2)] for split in theirs},
+    }
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "# NLI models trained again, against the ones issue 42's records were judged by",
+        "",
+        "`python benchmarks/nli_reproduce.py --role ROLE --model FOLDER` (a row per role and machine; the machine and",
+        "date are the trained folder's manifest's). Same weights: the SHA-256 of the model folder's files equals the",
+        "one every record's nli_models.json names; only then may it stand in for the lost model.",
+        "",
+        "| role | machine | code | SHA-256 | records' SHA-256 | same weights | accuracy, this model (records' model) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        accuracy = "; ".join(f"{split} {a:.2f} ({b:.2f})" for split, (a, b) in row["accuracy"].items())
+        lines.append(
+            f"| {row['role']} | {row['machine'].removeprefix('Machine ')} | {row['git_commit'][:8]} | "
+            f"{row['sha256'][:12]} | {row['records_sha256'][:12]} | {'yes' if row['same_weights'] else 'no'} | "
+            f"{accuracy} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--role", choices=list(COMMITTED), required=True)
+    parser.add_argument("--model", type=Path, required=True, help="a folder `hardcse nli train` wrote")
+    args = parser.parse_args()
+    row = reproduction(args.role, args.model)
+    stored = RESULTS / "reproduced.json"
+    rows = json.loads(stored.read_text(encoding="utf-8")) if stored.is_file() else []
+    rows = [r for r in rows if (r["role"], r["machine"]) != (row["role"], row["machine"])] + [row]
+    stored.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    (RESULTS / "reproduced.md").write_text(markdown(rows), encoding="utf-8")
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
