@@ -184,6 +184,11 @@ def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, li
     run_commits = list(commits)
     for commit, names in (assays or {}).items():
         commits.setdefault(commit, []).extend(names)
+    if None in commits:
+        sys.exit(
+            f"error: {', '.join(commits[None])} name no commit (run outside a git checkout): the page compares only "
+            "runs of known code; run them again from a checkout"
+        )
     first, *others = commits
     for commit in others:
         diff = ["git", "diff", "--name-only", first, commit, "--", "src/hardcse"]

@@ -224,6 +224,10 @@ def test_records_of_other_code_are_not_compared(tmp_path):
     (resumed / "manifest.json").write_text(json.dumps({"git_commit": commits[0], "runs": starts}))
     with pytest.raises(SystemExit, match=rf"resumed-seed-0 ran commit {commits[2][:8]}, whose src/hardcse/art/run"):
         code_line([records[0], resumed], repo)
+    # a run outside a git checkout names no commit: refused by name, not compared with an unknown code
+    (resumed / "manifest.json").write_text(json.dumps({"git_commit": None}))
+    with pytest.raises(SystemExit, match=r"^error: resumed-seed-0 name no commit \(run outside a git checkout\)"):
+        code_line([records[0], resumed], repo)
     assert (REPOSITORY / "src/hardcse").is_dir()  # the default repository is the checkout's root, where git's
     # pathspec src/hardcse names the package (from benchmarks/ it named nothing, and every commit passed)
 

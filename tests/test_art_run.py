@@ -1,6 +1,7 @@
 """`hardcse art run` on tiny random models: the run folder, resume after a kill, reproducibility, report."""
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -145,8 +146,16 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     handed_on = SentenceTransformer(str(final), device="cpu")
     assert handed_on.encode(["the cat runs"]).shape == (1, 32)
     # keep-better's previous score is training's own evaluator on the encoder it would hand on (not eval.json's,
-    # whose engine can differ in the last digits): a fresh process scores the saved encoder the same
+    # which encodes the dev set among the whole suite's sentences): a fresh process scores the saved encoder the same
     assert training["previous_dev"] == dev_score(handed_on)
+    # and it does not read round 0's eval.json: with another dev score there, round 1 made again records the same
+    record = json.loads((run / "round_0" / "eval.json").read_text())
+    record["scores"]["STS-B-dev"] = 99.0
+    (run / "round_0" / "eval.json").write_text(json.dumps(record))
+    shutil.rmtree(run / "round_1" / "encoder")
+    (run / "round_1" / "training.json").unlink()
+    art_run(config, run, resume=True)
+    assert json.loads((run / "round_1" / "training.json").read_text())["previous_dev"] == dev_score(handed_on)
     measures = json.loads((run / "round_1" / "measures.json").read_text())
     assert measures["positive_accuracy"] is None and measures["judge"] is None
     report = (run / "report.md").read_text()

@@ -126,6 +126,17 @@ def test_a_clustered_interval_widens_the_spread_between_clusters_alone():
     assert mixed.df == pytest.approx((runs + pairs) ** 2 / runs**2, rel=1e-3)
 
 
+def test_the_clustered_spread_by_hand():
+    """G = 3 clusters; between-cluster draws of variance 1, test-pair draws of variance 4: V_runs = 3/2 x 1 = 1.5,
+    V_pairs = 4; half-width sqrt(t_2^2 x 1.5 + z^2 x 4) = sqrt(27.769 + 15.366) = 6.567729; SE
+    sqrt(5.5) = 2.345208; Welch-Satterthwaite df (3 - 1) x 5.5^2 / 1.5^2 = 26.888889."""
+    half, se, df = paired._clustered_spread(np.array([1.0, -1.0, 1.0, -1.0]), np.array([2.0, -2.0, 2.0, -2.0]), 3)
+    assert half == pytest.approx(6.567729, abs=1e-5)
+    assert (se, df) == (pytest.approx(2.345208, abs=1e-6), pytest.approx(26.888889))
+    # nothing between clusters: no degrees of freedom for t (the pairs' part is normal)
+    assert paired._clustered_spread(np.zeros(4), np.array([2.0, -2.0, 2.0, -2.0]), 3)[2] is None
+
+
 def test_clusters_of_unequal_size_are_an_error():
     boot = STSBootstrap(["T1"], resamples=10, seed=0, gold=GOLD)
     m = boot.draws(record([1, 2, 3, 4]), "m")

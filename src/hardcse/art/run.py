@@ -286,9 +286,9 @@ def _easy_to_hard(model: SentenceTransformer, data: list[Triplet]) -> list[Tripl
 
 def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str) -> None:
     """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
-    dev, both scored by training's evaluator (the previous round's eval.json scores it through the evaluation
-    engine, OpenVINO by default, whose last digits can differ from PyTorch's). The round's ``training.json`` is
-    written before ``out`` is renamed: a done stage always has it."""
+    dev, both scored by training's evaluator (the previous round's eval.json encodes the dev set among the whole
+    suite's sentences, in other batches, which can move the last digits). The round's ``training.json`` is written
+    before ``out`` is renamed: a done stage always has it."""
     data, decontaminated = _training_data(config, round_dir)
     model = load_encoder(source, pooling, device=config.encoder_training.training.device)
     record: dict = {"triplets": len(data), "previous_dev": dev_score(model), "source": source}

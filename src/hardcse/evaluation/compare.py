@@ -62,7 +62,7 @@ def compare_groups(
             if name not in groups:
                 raise HardcseError(f"no group named {name!r}; groups: {', '.join(groups)}")
     # each member by (group, place in it): the draws below are memoised by what names them, not by object identity
-    involved = {name for pair in pairs for name in pair}
+    involved = list(dict.fromkeys(name for pair in pairs for name in pair))
     records = {(name, i): r for name in involved for i, r in enumerate(groups[name])}
     tasks = [t for t in [*SEVEN_TASKS, DEV_TASK] if all(t in r.record.get("cosines", {}) for r in records.values())]
     differences = {}

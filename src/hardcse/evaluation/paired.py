@@ -18,7 +18,9 @@ interval is the estimate +- sqrt(t_{G-1}^2 x G/(G-1) x V_clusters + z^2 x V_pair
 two groups that have more than one: V_clusters the variance of B - A over the cluster draws scored on the test
 pairs themselves (each member's estimate), V_pairs its variance over the test-pair resamples with every member
 in. Each part has its own quantile, which is conservative against pooling them (Welch-Satterthwaite would give
-t with more degrees of freedom on the sum). Otherwise the 2.5th and 97.5th percentiles of B - A give the 95%
+t with more degrees of freedom on the sum). Such an interval keeps its standard error sqrt(G/(G-1) x V_clusters +
+V_pairs) and those Welch-Satterthwaite degrees of freedom, from which ``hardcse.stats.detectable_difference``
+reads the comparison's power. Otherwise the 2.5th and 97.5th percentiles of B - A give the 95%
 interval. Two single models, or two identical groups, resample no
 seeds. Vectorised: a resample is a count per pair, so ranks with ties averaged (as ``spearmanr`` ranks) come
 from one sort per model and task and cumulative counts, and Spearman is a count-weighted correlation of them; no

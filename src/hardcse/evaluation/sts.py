@@ -45,9 +45,10 @@ class STSResult:
 
 
 def exact_decimals(values: np.ndarray) -> list[float]:
-    """Each value as the shortest decimal that reads back to it in its own precision (float32 cosines: at most 9
-    significant digits), so eval.json's cosines rank exactly as the scored ones did: rounding them to fewer digits
-    ties neighbours, and a Spearman recomputed from the file then differs from the stored score."""
+    """Each value as a decimal that reads back to it exactly: float32 (the cosines) as its shortest round-trip
+    decimal, at most 9 significant digits; anything else as float64's. So eval.json's cosines rank exactly as the
+    scored ones did: rounding them to fewer digits ties neighbours, and a Spearman recomputed from the file then
+    differs from the stored score."""
     values = np.asarray(values)
     if values.dtype == np.float32:
         return [float(str(v)) for v in values]  # numpy's str of a float32 is its shortest round-trip decimal
@@ -152,7 +153,8 @@ class STSEvaluator(BaseEvaluator):
 
 
 def dev_evaluator(max_seq_length: int | None = None) -> STSEvaluator:
-    """STS-B dev as training selects checkpoints on it (PyTorch, the encoder at ``max_seq_length``)."""
+    """STS-B dev as training selects checkpoints on it: its sentences encoded alone (the encoding engine of the
+    process), the encoder at ``max_seq_length``."""
     from hardcse.data.sts import DEV_TASK
 
     return STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=max_seq_length)
@@ -160,5 +162,6 @@ def dev_evaluator(max_seq_length: int | None = None) -> STSEvaluator:
 
 def dev_score(model: SentenceTransformer) -> float:
     """``model``'s STS-B dev scored as training scores its checkpoints (:func:`dev_evaluator` at the model's own
-    length), so a trained model's best and a previous model's score compare like with like."""
+    length), so a trained model's best and a previous model's score compare like with like (an eval.json encodes
+    the dev set among the whole suite's sentences, in other batches, which can move the last digits)."""
     return next(iter(dev_evaluator(model.max_seq_length)(model).values()))
