@@ -169,13 +169,14 @@ def write_record(run_dir: Path, record: Path) -> None:
 
 def write_nli_record(record: Path) -> None:
     """``record/NLI_RECORD``: the discriminator and judge of the record's config, each by the SHA-256 of its model
-    folder's files (runs from several sessions are comparable only where these agree: a model trained again, on
-    another machine or code, may differ)."""
+    folder's files and of its weights alone (runs from several sessions are comparable only where these agree: a
+    model trained again, on another machine or code, may differ; the folder's digest differs even where the weights
+    agree, since it holds the training's minutes)."""
     from hardcse.art.config import ArtRunConfig
 
     config = load_config(ArtRunConfig, record / "config.yaml")
     models = {
-        role: {"source": source, "sha256": model_digest(source)}
+        role: {"source": source, "sha256": model_digest(source), "weights_sha256": weights_digest(source)}
         for role, source in (("discriminator", config.discriminator), ("judge", config.judge))
     }
     (record / NLI_RECORD).write_text(json.dumps(models, indent=1) + "\n", encoding="utf-8")
@@ -205,8 +206,14 @@ def refuse_changed_configs(names: list[tuple[str, int]]) -> None:
             )
 
 
-def model_digest(source: str | None) -> str | None:
-    """The SHA-256 of a model folder's files (``source/model`` for a run folder); None where there is none."""
+# what a trained model folder keeps of how its training went (the model card's minutes, training.json's seconds a
+# step): two trainings of identical weights differ there, so the weights' digest leaves them out
+TRAINING_HISTORY = ("README.md", "training.json")
+
+
+def model_digest(source: str | None, skip: tuple[str, ...] = ()) -> str | None:
+    """The SHA-256 of a model folder's files (``source/model`` for a run folder) but those named in ``skip``; None
+    where there is none."""
     import hashlib
 
     from hardcse.fingerprint import files_digest
@@ -215,8 +222,13 @@ def model_digest(source: str | None) -> str | None:
     if not source or not folder.is_dir():
         return None
     digest = hashlib.sha256()
-    files_digest(folder, digest)
+    files_digest(folder, digest, skip)
     return digest.hexdigest()
+
+
+def weights_digest(source: str | None) -> str | None:
+    """The SHA-256 of what decides a model's outputs: its folder's files but the TRAINING_HISTORY."""
+    return model_digest(source, TRAINING_HISTORY)
 
 
 def minutes(run_dir: Path) -> float:

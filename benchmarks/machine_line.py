@@ -133,8 +133,17 @@ def recorded_runs(records: dict[str, Path]) -> str:
 NLI_RECORD = "nli_models.json"  # an ART record's NLI models by their weights' digest (art_rounds.write_nli_record)
 
 
+def _model_identity(model: dict) -> str:
+    if model.get("weights_sha256"):
+        return f"weights {model['weights_sha256'][:12]}"
+    return (model["sha256"] or "-")[:12]
+
+
 def nli_models_used(records: list[Path]) -> dict[str, str]:
-    """Each run's NLI models (its record's NLI_RECORD) as 'discriminator DIGEST / judge DIGEST', or 'not recorded'."""
+    """Each run's NLI models (its record's NLI_RECORD) as 'discriminator DIGEST / judge DIGEST', or 'not recorded':
+    the weights' digest where the record keeps it ('weights DIGEST'), else its model folder's (the records
+    made before the weights' digest was kept hold only that one, which holds the training's minutes too: a model
+    trained again never matches it, so those records compare only among themselves)."""
     used = {}
     for record in records:
         path = record / NLI_RECORD
@@ -142,7 +151,7 @@ def nli_models_used(records: list[Path]) -> dict[str, str]:
         used[record.name] = (
             "not recorded"
             if models is None
-            else " / ".join(f"{k} {(v['sha256'] or '-')[:12]}" for k, v in models.items())
+            else " / ".join(f"{role} {_model_identity(model)}" for role, model in models.items())
         )
     return used
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from art_rounds import RECORDS, model_digest
+from art_rounds import RECORDS, TRAINING_HISTORY, model_digest, weights_digest
 from machine_line import NLI_RECORD, machine_line
 
 RESULTS = Path(__file__).parent / "results" / "nli_models"
@@ -24,9 +24,10 @@ COMMITTED = {"discriminator": "nli-minilm", "judge": "nli-judge"}
 ACCURACY = "accuracy"  # of each held-out split in nli_eval.json
 
 
-def records_digest(role: str) -> str:
-    """The digest every evidence record names for ``role``; an error if they disagree (the page would refuse them)."""
-    named = {json.loads((r / NLI_RECORD).read_text(encoding="utf-8"))[role]["sha256"] for r in RECORDS.iterdir()}
+def records_digest(role: str, key: str = "sha256") -> str | None:
+    """The digest (``key``) every evidence record names for ``role`` (None where they keep none); an error if they
+    disagree (the page would refuse them)."""
+    named = {json.loads((r / NLI_RECORD).read_text(encoding="utf-8"))[role].get(key) for r in RECORDS.iterdir()}
     if len(named) != 1:
         sys.exit(f"error: the records under {RECORDS} name {len(named)} {role} digests; the page compares none of them")
     return named.pop()
@@ -40,35 +41,43 @@ def reproduction(role: str, model: Path) -> dict:
     manifest = json.loads((model / "manifest.json").read_text(encoding="utf-8"))
     ours = json.loads((model / "nli_eval.json").read_text(encoding="utf-8"))
     theirs = json.loads((RESULTS / f"{COMMITTED[role]}-nli_eval.json").read_text(encoding="utf-8"))
-    digest, wanted = model_digest(str(model)), records_digest(role)
+    committed = RESULTS / f"{COMMITTED[role]}-nli_eval.json"
     return {
         "role": role,
-        "machine": machine_line(manifest["runs"][0]["machine"], manifest["created"][:10]),
+        "machine": machine_line(manifest["runs"][0]["machine"]).removeprefix("Machine: ").rstrip("."),
+        "date": manifest["created"][:10],
         "git_commit": manifest["git_commit"],
-        "sha256": digest,
-        "records_sha256": wanted,
-        "same_weights": digest == wanted,
+        "sha256": model_digest(str(model)),
+        "records_sha256": records_digest(role),
+        "weights_sha256": weights_digest(str(model)),
+        "records_weights_sha256": records_digest(role, "weights_sha256"),
+        "same_eval": (model / "nli_eval.json").read_bytes() == committed.read_bytes(),
         "accuracy": {split: [round(ours[split][ACCURACY], 2), round(theirs[split][ACCURACY], 2)] for split in theirs},
     }
 
 
 def markdown(rows: list[dict]) -> str:
+    skipped = " and ".join(TRAINING_HISTORY)
     lines = [
         "# NLI models trained again, against the ones issue 42's records were judged by",
         "",
         "`python benchmarks/nli_reproduce.py --role ROLE --model FOLDER` (a row per role and machine; the machine and",
-        "date are the trained folder's manifest's). Same weights: the SHA-256 of the model folder's files equals the",
-        "one every record's nli_models.json names; only then may it stand in for the lost model.",
+        "date are the trained folder's manifest's). A model stands in for the records' only where its weights are",
+        f"theirs. The records' folder digest (`sha256`) also covers {skipped}, which hold the training's minutes, so",
+        "no model trained again matches it; the weights' digest leaves them out, and records made since keep it too.",
+        "Held-out evaluation: this model's nli_eval.json byte for byte against the records' model's, committed.",
         "",
-        "| role | machine | code | SHA-256 | records' SHA-256 | same weights | accuracy, this model (records' model) |",
+        "| role | trained on | code | folder SHA-256 (records') | weights SHA-256 (records') | nli_eval.json the "
+        "same | accuracy (records' model) |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         accuracy = "; ".join(f"{split} {a:.2f} ({b:.2f})" for split, (a, b) in row["accuracy"].items())
+        theirs = row["records_weights_sha256"]
         lines.append(
-            f"| {row['role']} | {row['machine'].removeprefix('Machine ')} | {row['git_commit'][:8]} | "
-            f"{row['sha256'][:12]} | {row['records_sha256'][:12]} | {'yes' if row['same_weights'] else 'no'} | "
-            f"{accuracy} |"
+            f"| {row['role']} | {row['date']}, {row['machine']} | {row['git_commit'][:8]} | "
+            f"{row['sha256'][:12]} ({row['records_sha256'][:12]}) | {row['weights_sha256'][:12]} "
+            f"({theirs[:12] if theirs else 'not kept'}) | {'yes' if row['same_eval'] else 'no'} | {accuracy} |"
         )
     return "\n".join(lines) + "\n"
 

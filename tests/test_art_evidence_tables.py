@@ -335,9 +335,34 @@ def test_an_nli_model_trained_again_stands_in_only_with_the_records_weights(tmp_
         (folder / name).write_text((RESULTS / f"nli-minilm-{name}").read_text())
     row = reproduction("discriminator", folder)
     assert row["records_sha256"] == records_digest("discriminator") and row["records_sha256"].startswith("9cd239845429")
-    assert not row["same_weights"] and row["sha256"] != row["records_sha256"]
-    assert row["accuracy"]["SNLI test"] == [78.88, 78.88] and row["git_commit"].startswith("aa8a97cc")
-    assert "AMD EPYC" in row["machine"]
+    assert row["sha256"] != row["records_sha256"] and row["records_weights_sha256"] is None  # not kept then
+    assert row["same_eval"] and row["accuracy"]["SNLI test"] == [78.88, 78.88]
+    assert row["git_commit"].startswith("aa8a97cc") and "AMD EPYC" in row["machine"]
+    # the weights' digest leaves out the model card and training log (the training's minutes), not the weights
+    (folder / "model" / "training.json").write_text('{"seconds_per_step": 1.2}')
+    (folder / "model" / "README.md").write_text("Training: 35.1 minutes")
+    again = reproduction("discriminator", folder)
+    assert again["weights_sha256"] == row["weights_sha256"] and again["sha256"] != row["sha256"]
+    (folder / "model" / "model.safetensors").write_bytes(b"other weights again")
+    assert reproduction("discriminator", folder)["weights_sha256"] != row["weights_sha256"]
     (folder / "nli_eval.json").unlink()
     with pytest.raises(SystemExit, match=r"nli_eval.json is missing: --model takes a folder `hardcse nli train`"):
         reproduction("discriminator", folder)
+
+
+def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_path):
+    """Two trainings of the same weights differ in their folder's digest (the training's minutes): records that keep
+    the weights' digest agree by it; a record that keeps only the folder's never agrees with one that keeps both."""
+    from machine_line import NLI_RECORD, nli_models_used
+
+    def record(name: str, folder: str, weights: str | None) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        model = {"source": "runs/nli", "sha256": folder} | ({"weights_sha256": weights} if weights else {})
+        (path / NLI_RECORD).write_text(json.dumps({"discriminator": model, "judge": model}))
+        return path
+
+    old, one, two = record("old", "a" * 64, None), record("one", "b" * 64, "c" * 64), record("two", "d" * 64, "c" * 64)
+    used = nli_models_used([old, one, two])
+    assert used["old"] == "discriminator aaaaaaaaaaaa / judge aaaaaaaaaaaa"
+    assert used["one"] == used["two"] == "discriminator weights cccccccccccc / judge weights cccccccccccc"
