@@ -1,13 +1,15 @@
-"""Is an NLI model trained again the one issue 42's records were judged by? Each record's nli_models.json names the
-SHA-256 of its discriminator's and judge's weights, and the evidence page compares only runs whose digests agree,
-so a model lost with a machine's run folder can stand in only if training it again gives the same weights.
+"""Is an NLI model trained again the one issue 42's records were judged by? Each record's nli_models.json names its
+discriminator and judge by the SHA-256 of their model folders (records made since 2026-11-27 also by their weights'
+alone), and the evidence page compares only runs whose digests agree, so a model lost with a machine's run folder can
+stand in only if training it again gives the same weights.
 
     python benchmarks/nli_reproduce.py --role discriminator --model runs/nli-minilm-intel
 
-``--model``: a folder `hardcse nli train` wrote (model/, manifest.json, nli_eval.json). Compares its weights' digest
-(art_rounds.model_digest) with the one every evidence record names for ``--role``, and its held-out scores with the
-committed ones of the records' model (benchmarks/results/nli_models/NAME-nli_eval.json); writes its row, by role and
-machine, into benchmarks/results/nli_models/reproduced.{json,md} with the machine and commit its manifest names.
+``--model``: a folder `hardcse nli train` wrote (model/, manifest.json, nli_eval.json). Compares its folder's and its
+weights' digests (art_rounds.model_digest, weights_digest) with the ones every evidence record names for ``--role``,
+and its nli_eval.json with the committed one of the records' model (benchmarks/results/nli_models/NAME-nli_eval.json);
+writes its row, by role and machine, into benchmarks/results/nli_models/reproduced.{json,md} with the machine, date
+and commit its manifest names.
 """
 
 import argparse
@@ -40,8 +42,8 @@ def reproduction(role: str, model: Path) -> dict:
             sys.exit(f"error: {model / needed} is missing: --model takes a folder `hardcse nli train` finished")
     manifest = json.loads((model / "manifest.json").read_text(encoding="utf-8"))
     ours = json.loads((model / "nli_eval.json").read_text(encoding="utf-8"))
-    theirs = json.loads((RESULTS / f"{COMMITTED[role]}-nli_eval.json").read_text(encoding="utf-8"))
     committed = RESULTS / f"{COMMITTED[role]}-nli_eval.json"
+    theirs = json.loads(committed.read_text(encoding="utf-8"))
     return {
         "role": role,
         "machine": machine_line(manifest["runs"][0]["machine"]).removeprefix("Machine: ").rstrip("."),

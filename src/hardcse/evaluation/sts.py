@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
-from hardcse.data.sts import ALL_TASKS, SEVEN_TASKS, STSPairs, load_sts_task
+from hardcse.data.sts import ALL_TASKS, DEV_TASK, SEVEN_TASKS, STSPairs, load_sts_task
 from hardcse.encoder.encode import encode, encoding_engine, row_cosines
 from hardcse.engines import encoder_precision
 from hardcse.errors import HardcseError
@@ -155,8 +155,6 @@ class STSEvaluator(BaseEvaluator):
 def dev_evaluator(max_seq_length: int | None = None) -> STSEvaluator:
     """STS-B dev as training selects checkpoints on it: its sentences encoded alone (the encoding engine of the
     process), the encoder at ``max_seq_length``."""
-    from hardcse.data.sts import DEV_TASK
-
     return STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=max_seq_length)
 
 
