@@ -77,6 +77,7 @@ RUNS = {
     )
 }
 NLI_MODELS = {"nli-minilm": "configs/nli-discriminator.yaml", "nli-judge": "configs/nli-judge.yaml"}
+JUDGE = "nli-judge"
 
 
 def nli_model(runs_dir: Path, name: str, config: str) -> None:
@@ -112,11 +113,13 @@ def nli_model(runs_dir: Path, name: str, config: str) -> None:
     link.symlink_to(target.resolve(), target_is_directory=True)
 
 
-def nli_models(runs_dir: Path, linked: bool) -> None:
-    """The discriminator and the judge in ``runs_dir`` (``nli_model``); with ``linked``, a model already linked
-    there is used as it is, not trained again for this code's cache key (each record names its weights' digest:
-    runs compare only where those agree)."""
+def nli_models(runs_dir: Path, linked: bool, judge: bool = True) -> None:
+    """The discriminator and (if ``judge``) the judge in ``runs_dir`` (``nli_model``); with ``linked``, a model
+    already linked there is used as it is, not trained again for this code's cache key (each record names its
+    weights' digest: runs compare only where those agree)."""
     for name, config in NLI_MODELS.items():
+        if name == JUDGE and not judge:
+            continue
         if linked and (runs_dir / name).is_dir():
             print(f"NLI model as linked: {runs_dir / name} (its digest goes into each record)", flush=True)
             continue
@@ -257,7 +260,7 @@ def main() -> None:
     refuse_changed_configs(names)  # before any run: a record of another config is neither skipped nor compared
     if not args.skip_runs:
         refuse_uncommitted_code()
-        nli_models(runs_dir, args.linked_nli)
+        nli_models(runs_dir, args.linked_nli, judge=any(seed not in ABLATION_SEEDS for _, seed in names))
         for name, seed in names:
             record = record_dir(name, seed)
             if is_finished(record):
@@ -343,6 +346,10 @@ def write_page(
 
 
 DEFAULT_SEED = 42
+# the ablations' generation seeds, declared 2026-11-27 before any of their runs (docs/art.md "Where the ablations
+# stand"): the faithful setting and the three ablations at each, on one machine a seed, without the judge (it
+# decides no run's data, only its measures, and training it again takes most of a session)
+ABLATION_SEEDS = (5, 6, 7)
 
 
 def rebuild_command(only: list[str] | None, seeds: list[int], train_seeds: list[int]) -> str:
@@ -358,8 +365,9 @@ def run_folder(runs_dir: Path, name: str, seed: int) -> Path:
 
 
 def seed_overrides(name: str, seed: int) -> list[str]:
-    """Every ``seed`` key of the setting's config set to ``seed`` (none for the configs' own 42)."""
-    return config_seed_overrides(RUNS[name], seed)
+    """Every ``seed`` key of the setting's config set to ``seed`` (none for the configs' own 42); at the
+    ABLATION_SEEDS, no judge too."""
+    return config_seed_overrides(RUNS[name], seed) + (["judge=null"] if seed in ABLATION_SEEDS else [])
 
 
 def config_seed_overrides(config: str, seed: int, overrides: list[str] | None = None) -> list[str]:
