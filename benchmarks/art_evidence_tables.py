@@ -346,8 +346,9 @@ def heldout_evidence(folders: list[Path], ax) -> list[str]:
     markers = {seed: "osD^v"[i % 5] for i, seed in enumerate(dict.fromkeys(seed_of(f) for f, _ in tuned))}
     for i, (folder, rows) in enumerate(tuned):
         for r, (name, record) in enumerate(rows):
-            diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT}
-            cells = [interval_cell(diff[key], digits=3) for key in HELDOUT]
+            # a measure the run could not take is None (judge accuracy without a judge: the ablation seeds)
+            diff = {key: Interval(**record[key]["difference"]) for key in HELDOUT if record.get(key) is not None}
+            cells = [interval_cell(diff[key], digits=3) if key in diff else "undefined" for key in HELDOUT]
             lines.append(f"| {folder.name} | {name} | " + " | ".join(cells) + " |")
             for k, key in enumerate(keys):
                 d = diff[key]

@@ -44,6 +44,7 @@ from art_evidence_tables import (
     evidence_lines,
     per_seed_tables,
     seed_groups,
+    seed_of,
     setting_groups,
 )
 from hardcse.art.analysis.report import write_report
@@ -53,11 +54,11 @@ from hardcse.data.triplets import write_triplets
 from hardcse.run_folder import seeds as seed_keys
 from machine_line import (
     NLI_RECORD,
-    code_line,
+    code_line_by_seed,
     nli_line,
-    nli_models_used,
     recorded_machines,
     refuse_mixed_machines,
+    refuse_mixed_nli,
     refuse_uncommitted_code,
 )
 from record_assay import assay_record, refuse_mixed_assays, training_triplets
@@ -128,6 +129,7 @@ def nli_models(runs_dir: Path, linked: bool, judge: bool = True) -> None:
 
 # issue 42's evidence: the page art_evidence.md, the records and plots in art_evidence/
 EVIDENCE = RESULTS / "art_evidence"
+PAGE = EVIDENCE.name  # the main page; --page names another (the ablation seeds'), beside it in RESULTS
 RECORDS = EVIDENCE / "records"
 # what a record keeps of a run folder: what the report and the tables read, no weights, no full generations
 RECORD_FILES = (
@@ -254,7 +256,15 @@ def main() -> None:
         help="use runs/nli-minilm and runs/nli-judge as linked, without training them for this code's cache key "
         "(the records name their weights' digests: runs compare only where those agree)",
     )
+    parser.add_argument(
+        "--page",
+        default=PAGE,
+        help=f"the page's name: benchmarks/results/NAME.md (default {PAGE}: the main settings' page); another page "
+        "reads the same records (e.g. the ablation seeds' page beside the main one)",
+    )
     args = parser.parse_args()
+    if not args.page.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--page {args.page!r}: a file name of letters, digits, - and _ (the page is results/NAME.md)")
     runs_dir = Path(args.runs_dir)
     names = [(name, seed) for seed in args.seeds for name in args.only or list(RUNS)]
     refuse_changed_configs(names)  # before any run: a record of another config is neither skipped nor compared
@@ -275,7 +285,7 @@ def main() -> None:
     folders = [record_dir(*n) for n in names if is_finished(record_dir(*n))]
     if not folders:
         sys.exit(f"error: no finished run recorded in {RECORDS} yet; run without --skip-runs first")
-    write_page(folders, names, args.only, args.seeds, args.train_seeds)
+    write_page(folders, names, args.only, args.seeds, args.train_seeds, args.page)
 
 
 ASSAY = EVIDENCE / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json (record_assay.py)
@@ -293,17 +303,23 @@ def assay_run(record: Path, work: Path, train_seeds: list[int]) -> None:
 
 
 def write_page(
-    folders: list[Path], names: list[tuple[str, int]], only: list[str] | None, seeds: list[int], train_seeds: list[int]
+    folders: list[Path],
+    names: list[tuple[str, int]],
+    only: list[str] | None,
+    seeds: list[int],
+    train_seeds: list[int],
+    page: str = PAGE,
 ) -> None:
-    """benchmarks/results/art_evidence.md and its plots, from the records alone."""
-    refuse_mixed_machines({(n, s): record_dir(n, s) for n, s in names if record_dir(n, s) in folders})
-    nli = nli_line(folders)
-    if len(set(nli_models_used(folders).values())) > 1:
-        sys.exit(f"error: {nli} Runs judged by other models are not compared: run them again with --linked-nli")
+    """benchmarks/results/PAGE.md and its plots, from the records alone."""
+    runs = {(n, s): record_dir(n, s) for n, s in names if record_dir(n, s) in folders}
+    # settings are compared within a generation seed: its runs on one machine, judged by one pair of NLI models
+    refuse_mixed_machines(runs)
+    refuse_mixed_nli(runs)
     EVIDENCE.mkdir(parents=True, exist_ok=True)
     comparison = evidence_comparison(setting_groups(folders))
     assay = evidence_comparison(assay_groups(folders, ASSAY, train_seeds))
     metas = {f.name: json.loads((ASSAY / f"{f.name}.json").read_text("utf-8")) for f in folders}
+    refuse_mixed_assays(metas, ASSAY)  # every assay ran one config (their commits are checked by seed below)
     assays = [a for meta in metas.values() for a in meta["assays"]]
     # the records' own dates, not today's: a rebuild from the records is byte-identical on any day
     made = sorted({json.loads((f / "manifest.json").read_text(encoding="utf-8"))["created"][:10] for f in folders})
@@ -311,9 +327,15 @@ def write_page(
         f"# ART's evidence on a 2-core CPU: adaptive rounds, baselines and ablations ({', '.join(made)})",
         "",
         recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
-        nli,
-        # an error where runs, or assays, of other code would be compared (or assays of other configs)
-        code_line(folders, assays=refuse_mixed_assays(metas, ASSAY)),
+        nli_line(folders),
+        # an error where runs, or assays, of other code would be compared within a seed (or assays of other configs)
+        code_line_by_seed(
+            {
+                seed: (kept, refuse_mixed_assays({f.name: metas[f.name] for f in kept}, ASSAY))
+                for seed in dict.fromkeys(map(seed_of, folders))
+                if (kept := [f for f in folders if seed_of(f) == seed])
+            }
+        ),
         "",
         "Commands:",
         "",
@@ -324,12 +346,12 @@ def write_page(
             for n, s in names
             if is_finished(record_dir(n, s))
         ),
-        rebuild_command(only, seeds, train_seeds) + "   # this file",
+        rebuild_command(only, seeds, train_seeds, page) + "   # this file",
         "```",
         "",
         *answer_lines(assay, comparison),
         *assay_lines(assay, train_seeds, ASSAY_STEPS, assays, {name: meta["rows"] for name, meta in metas.items()}),
-        *evidence_lines(folders, comparison, EVIDENCE / "evidence.png"),
+        *evidence_lines(folders, comparison, EVIDENCE / ("evidence.png" if page == PAGE else f"{page}.png")),
         *per_seed_tables(folders),
         "Wall time (sum of stages): " + ", ".join(f"{f.name} {minutes(f):.1f} min" for f in folders),
         "",
@@ -341,7 +363,7 @@ def write_page(
             shutil.copy2(png, EVIDENCE / f"{folder.name}-{png.name}")
         report = report.replace("](plots/", f"]({EVIDENCE.name}/{folder.name}-").replace("\n## ", "\n### ")
         lines += [report.replace("# ART run", "## ART run", 1), ""]
-    (RESULTS / f"{EVIDENCE.name}.md").write_text("\n".join(lines), encoding="utf-8")
+    (RESULTS / f"{page}.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines[: 12 + len(folders)]))
 
 
@@ -352,9 +374,9 @@ DEFAULT_SEED = 42
 ABLATION_SEEDS = (5, 6, 7)
 
 
-def rebuild_command(only: list[str] | None, seeds: list[int], train_seeds: list[int]) -> str:
+def rebuild_command(only: list[str] | None, seeds: list[int], train_seeds: list[int], page: str = PAGE) -> str:
     """The command that rebuilds this file from the same records."""
-    command = "python benchmarks/art_rounds.py --skip-runs"
+    command = "python benchmarks/art_rounds.py --skip-runs" + (f" --page {page}" if page != PAGE else "")
     command += f" --only {' '.join(only)}" if only else ""
     command += f" --seeds {' '.join(map(str, seeds))}" if seeds != [DEFAULT_SEED] else ""
     return command + (f" --train-seeds {' '.join(map(str, train_seeds))}" if train_seeds != [1, 2, 3] else "")

@@ -182,19 +182,11 @@ def started_commits(manifest: dict) -> list[str]:
     return list(dict.fromkeys([manifest["git_commit"], *starts]))
 
 
-def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, list[str]] | None = None) -> str:
-    """One sentence: the commits the runs' manifests name (and ``assays``': commit -> what ran it), after checking
-    that their src/hardcse differs only in CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files
-    and runs otherwise: runs of other code are not compared."""
-    commits: dict[str, list[str]] = {}
-    for record in records:
-        for commit in started_commits(json.loads((record / "manifest.json").read_text(encoding="utf-8"))):
-            commits.setdefault(commit, []).append(record.name)
-    run_commits = list(commits)
-    for commit, names in (assays or {}).items():
-        commits.setdefault(commit, []).extend(names)
+def _code_conflict(commits: dict[str, list[str]], repo: Path) -> str | None:
+    """The error where the commits (commit -> what ran it) differ in src/hardcse outside CODE_THAT_MAY_DIFFER (or
+    one is unknown); None where they agree."""
     if None in commits:
-        sys.exit(
+        return (
             f"error: {', '.join(commits[None])} name no commit (run outside a git checkout): the page compares only "
             "runs of known code; run them again from a checkout"
         )
@@ -203,18 +195,84 @@ def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, li
         diff = ["git", "diff", "--name-only", first, commit, "--", "src/hardcse"]
         done = subprocess.run(diff, cwd=repo, capture_output=True, text=True)
         if done.returncode:
-            sys.exit(f"error: git cannot compare commits {first[:8]} and {commit[:8]}: {done.stderr.strip()}")
+            return f"error: git cannot compare commits {first[:8]} and {commit[:8]}: {done.stderr.strip()}"
         differ = [f for f in done.stdout.split() if not f.startswith(CODE_THAT_MAY_DIFFER)]
         if differ:
-            sys.exit(
+            return (
                 f"error: {', '.join(commits[commit])} ran commit {commit[:8]}, whose {', '.join(differ[:3])} differ "
                 f"from {first[:8]}'s ({', '.join(commits[first])}): run them again on one code"
             )
+    return None
+
+
+def _commits(records: list[Path], assays: dict[str, list[str]] | None) -> tuple[dict[str, list[str]], list[str]]:
+    """(commit -> the runs and assays that ran it, the runs' own commits in order)."""
+    commits: dict[str, list[str]] = {}
+    for record in records:
+        for commit in started_commits(json.loads((record / "manifest.json").read_text(encoding="utf-8"))):
+            commits.setdefault(commit, []).append(record.name)
+    run_commits = list(commits)
+    for commit, names in (assays or {}).items():
+        commits.setdefault(commit, []).extend(names)
+    return commits, run_commits
+
+
+SAME_CODE = (
+    "src/hardcse is the same in all but evaluation/'s interval and table code (compare.py, paired.py, results.py: "
+    "the page computes them again) and the shipped configs (each record keeps the config it ran)."
+)
+
+
+def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, list[str]] | None = None) -> str:
+    """One sentence: the commits the runs' manifests name (and ``assays``': commit -> what ran it), after checking
+    that their src/hardcse differs only in CODE_THAT_MAY_DIFFER (``git diff`` in ``repo``); an error naming the files
+    and runs otherwise: runs of other code are not compared."""
+    commits, run_commits = _commits(records, assays)
+    if error := _code_conflict(commits, repo):
+        sys.exit(error)
     named = ", ".join(c[:8] for c in run_commits)
     return (
         f"Code of the runs (their manifests' commits): {named}"
         + (f"; of their assays: {', '.join(c[:8] for c in assays)}" if assays else "")
-        + "; src/hardcse is the same in all but evaluation/'s "
-        "interval and table code (compare.py, paired.py, results.py: the page computes them again) and the shipped "
-        "configs (each record keeps the config it ran)."
+        + f"; {SAME_CODE}"
     )
+
+
+def code_line_by_seed(seeds: dict[int, tuple[list[Path], dict[str, list[str]]]], repo: Path = REPOSITORY) -> str:
+    """:func:`code_line` of all the runs (generation seed -> its records and their assays' commits) where they ran
+    one code; otherwise one code a seed is enough, since the page compares settings within a seed: the line then
+    names each seed's commits, and an error names a seed whose runs ran other code."""
+    records = [r for folders, _ in seeds.values() for r in folders]
+    assays: dict[str, list[str]] = {}
+    for _, kept in seeds.values():
+        for commit, names in kept.items():
+            assays.setdefault(commit, []).extend(names)
+    if _code_conflict(_commits(records, assays)[0], repo) is None:
+        return code_line(records, repo, assays)
+    parts = []
+    for seed, (folders, kept) in sorted(seeds.items()):
+        commits, run_commits = _commits(folders, kept)
+        if error := _code_conflict(commits, repo):
+            sys.exit(error.replace("error: ", f"error: generation seed {seed}: ", 1))
+        assayed = f" (assays {', '.join(c[:8] for c in kept)})" if kept else ""
+        parts.append(f"seed {seed}: {', '.join(c[:8] for c in run_commits)}{assayed}")
+    return (
+        "Code of the runs by generation seed (settings are compared within a seed; its runs and assays ran one code, "
+        f"other seeds other code): {'; '.join(parts)}; within each seed {SAME_CODE}"
+    )
+
+
+def refuse_mixed_nli(runs: dict[tuple[str, int], Path]) -> None:
+    """Exit with an error where the runs of one generation seed ((setting, seed) -> record folder) were judged by
+    other NLI models (:func:`nli_models_used`): settings are compared within a seed."""
+    used = nli_models_used(list(runs.values()))
+    by_seed: dict[int, dict[str, list[str]]] = {}
+    for (name, seed), folder in runs.items():
+        by_seed.setdefault(seed, {}).setdefault(used[folder.name], []).append(name)
+    for seed, models in sorted(by_seed.items()):
+        if len(models) > 1:
+            listed = "; ".join(f"{', '.join(names)}: {model}" for model, names in models.items())
+            sys.exit(
+                f"error: the runs of generation seed {seed} were judged by other NLI models ({listed}): settings are "
+                "compared within a seed, so run them again with the same models linked (--linked-nli)"
+            )

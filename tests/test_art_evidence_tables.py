@@ -178,9 +178,9 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def test_records_of_other_code_are_not_compared(tmp_path):
-    """code_line: commits that differ in evaluation/'s interval code or the shipped configs pass; one that changed
-    other code of src/hardcse (the STS scoring among it) stops the page, naming the file and the runs."""
+def _four_commits(tmp_path: Path) -> tuple[Path, list[str], list[Path]]:
+    """A repository of four commits (art/run.py "a"; evaluation/paired.py; art/run.py "c"; evaluation/sts.py) and a
+    record run-seed-I for each, whose manifest names commit I."""
     repo = tmp_path / "repo"
     (repo / "src/hardcse/evaluation").mkdir(parents=True)
     (repo / "src/hardcse/art").mkdir(parents=True)
@@ -202,6 +202,13 @@ def test_records_of_other_code_are_not_compared(tmp_path):
         record.mkdir()
         (record / "manifest.json").write_text(json.dumps({"git_commit": commit}))
         records.append(record)
+    return repo, commits, records
+
+
+def test_records_of_other_code_are_not_compared(tmp_path):
+    """code_line: commits that differ in evaluation/'s interval code or the shipped configs pass; one that changed
+    other code of src/hardcse (the STS scoring among it) stops the page, naming the file and the runs."""
+    repo, commits, records = _four_commits(tmp_path)
     line = code_line(records[:2], repo)
     assert line.startswith(f"Code of the runs (their manifests' commits): {commits[0][:8]}, {commits[1][:8]}; ")
     with pytest.raises(SystemExit, match=rf"run-seed-2 ran commit {commits[2][:8]}, whose src/hardcse/art/run.py"):
@@ -366,3 +373,57 @@ def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_pat
     used = nli_models_used([old, one, two])
     assert used["old"] == "discriminator aaaaaaaaaaaa / judge aaaaaaaaaaaa"
     assert used["one"] == used["two"] == "discriminator weights cccccccccccc / judge weights cccccccccccc"
+
+
+def test_one_code_and_one_pair_of_nli_models_a_seed_is_enough(tmp_path):
+    """Settings are compared within a generation seed: code_line_by_seed names each seed's commits where seeds ran
+    other code, and stops where one seed's runs did; refuse_mixed_nli likewise for the NLI models."""
+    from machine_line import NLI_RECORD, code_line_by_seed, refuse_mixed_nli
+
+    repo, commits, records = _four_commits(tmp_path)
+    same = code_line_by_seed({1: ([records[0]], {}), 2: ([records[1]], {commits[0]: ["assay of run-seed-1"]})}, repo)
+    assert same == code_line([records[0], records[1]], repo, {commits[0]: ["assay of run-seed-1"]})
+    by_seed = code_line_by_seed({1: ([records[0], records[1]], {}), 2: ([records[2]], {commits[2]: ["assay"]})}, repo)
+    assert by_seed.startswith("Code of the runs by generation seed (settings are compared within a seed; ")
+    c = [commit[:8] for commit in commits]
+    assert f"seed 1: {c[0]}, {c[1]}; seed 2: {c[2]} (assays {c[2]}); within each seed src/hardcse is" in by_seed
+    with pytest.raises(SystemExit, match=rf"^error: generation seed 2: run-seed-3 ran commit {commits[3][:8]}, whose"):
+        code_line_by_seed({1: ([records[0]], {}), 2: ([records[2], records[3]], {})}, repo)
+
+    def judged(record: Path, weights: str) -> None:
+        model = {"source": "runs/nli", "sha256": "f" * 64, "weights_sha256": weights}
+        (record / NLI_RECORD).write_text(json.dumps({"discriminator": model, "judge": model}))
+
+    for record, weights in zip(records, ["a" * 64, "a" * 64, "b" * 64, "c" * 64], strict=True):
+        judged(record, weights)
+    refuse_mixed_nli({("cpu-full", 1): records[0], ("ablation", 1): records[1], ("cpu-full", 2): records[2]})
+    with pytest.raises(SystemExit, match=r"^error: the runs of generation seed 2 were judged by other NLI models \("):
+        refuse_mixed_nli({("cpu-full", 1): records[0], ("cpu-full", 2): records[2], ("ablation", 2): records[3]})
+
+
+def test_the_ablation_seeds_run_without_the_judge():
+    from art_rounds import ABLATION_SEEDS, seed_overrides
+
+    assert "judge=null" in seed_overrides("ablation-no-filter", ABLATION_SEEDS[0])
+    assert "judge=null" not in seed_overrides("ablation-no-filter", 2) and seed_overrides("cpu-full", 42) == []
+
+
+def test_a_held_out_measure_without_its_model_reads_undefined(tmp_path):
+    """A run without a judge (the ablation seeds) has no judge accuracy: its cell says so, the others are drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from art_evidence_tables import HELDOUT, heldout_evidence
+
+    measure = {"difference": {"estimate": 0.1, "low": 0.05, "high": 0.15, "n": 40}}
+    (tmp_path / "cpu-full-seed-5" / "round_1").mkdir(parents=True)
+    record = {key: measure for key in HELDOUT} | {"judged_correct": None}
+    (tmp_path / "cpu-full-seed-5" / "round_1" / "heldout.json").write_text(json.dumps(record))
+    fig, ax = plt.subplots()
+    lines = heldout_evidence([tmp_path / "cpu-full-seed-5"], ax)
+    plt.close(fig)
+    row = next(line for line in lines if line.startswith("| cpu-full-seed-5 |"))
+    cells = ["+0.100 [+0.050, +0.150] *"] * 4 + ["undefined"]
+    assert row == "| cpu-full-seed-5 | round_1 | " + " | ".join(cells) + " |"
