@@ -43,6 +43,8 @@ SHARED = {
     "the cores with three page rebuilds (~11 min)",
     "art-two-negatives-seed-4": "round 1 (reused from cpu-full-seed-4's) shared the cores with a ~2-min duplicate-code "
     "scan (nice 10)",
+    "cpu-full-seed-5": "~1 min of short tests and file edits beside it; its page failed at the end (the process had "
+    "read the page code before its fix for runs without a judge) after the record and the assay were written",
     "cpu-full-seed-4": "two processes: the first from 00:08, from 00:13 ~20 min beside a `make demo` (nice 5), was "
     "stopped at a session's end in round 2's synthesis; the second resumed it in the next session (the manifest "
     "counts round 2's synthesis from then: the second process's part) beside ~1 min of tests (nice 10)",
