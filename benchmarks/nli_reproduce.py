@@ -27,9 +27,10 @@ ACCURACY = "accuracy"  # of each held-out split in nli_eval.json
 
 
 def records_digest(role: str, key: str = "sha256") -> str | None:
-    """The digest (``key``) every evidence record names for ``role`` (None where they keep none); an error if they
-    disagree (the page would refuse them)."""
-    named = {json.loads((r / NLI_RECORD).read_text(encoding="utf-8"))[role].get(key) for r in RECORDS.iterdir()}
+    """The digest (``key``) that every evidence record made before the weights' digest was kept (the records whose
+    models were lost with a machine) names for ``role`` (None where they keep none); an error if they disagree."""
+    models = [json.loads((r / NLI_RECORD).read_text(encoding="utf-8"))[role] for r in RECORDS.iterdir()]
+    named = {model.get(key) for model in models if "weights_sha256" not in model}
     if len(named) != 1:
         sys.exit(f"error: the records under {RECORDS} name {len(named)} {role} digests; the page compares none of them")
     return named.pop()
