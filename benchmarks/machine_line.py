@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import date as _date
 from pathlib import Path
 
@@ -83,21 +84,35 @@ def refuse_uncommitted_code(repo: Path = REPOSITORY) -> None:
         )
 
 
+def _refuse_mixed_within_seeds(
+    runs: dict[tuple[str, int], Path],
+    kinds: Callable[[Path], list[str]],
+    listed: Callable[[str, list[str]], str],
+    why: str,
+) -> None:
+    """Exit with an error where the runs of one generation seed ((setting, seed) -> record folder) differ in
+    ``kinds(folder)`` (each run's machines, NLI models, ...): ``listed(kind, names)`` words each, ``why`` ends it."""
+    by_seed: dict[int, dict[str, list[str]]] = {}
+    for (name, seed), folder in runs.items():
+        for kind in kinds(folder):
+            by_seed.setdefault(seed, {}).setdefault(kind, []).append(name)
+    for seed, found in sorted(by_seed.items()):
+        if len(found) > 1:
+            which = "; ".join(listed(kind, names) for kind, names in found.items())
+            sys.exit(f"error: the runs of generation seed {seed} {why.format(which)}")
+
+
 def refuse_mixed_machines(runs: dict[tuple[str, int], Path]) -> None:
     """Exit with an error where the runs of one generation seed ((setting, seed) -> record folder; a resumed run with
     each of its parts) ran on more than one machine: settings are compared within a seed, and a machine decides more
     than speed (the generator runs in bfloat16 on a CPU with AVX-512-BF16 or AMX, in float32 without)."""
-    by_seed: dict[int, dict[str, list[str]]] = {}
-    for (name, seed), folder in runs.items():
-        for machine in _machines(folder / "manifest.json"):
-            by_seed.setdefault(seed, {}).setdefault(machine, []).append(name)
-    for seed, machines in sorted(by_seed.items()):
-        if len(machines) > 1:
-            listed = "; ".join(f"{', '.join(names)} on {machine}" for machine, names in machines.items())
-            sys.exit(
-                f"error: the runs of generation seed {seed} ran on different machines ({listed}): settings are "
-                "compared within a seed, so run that seed's runs again on one machine (git rm -r their records)"
-            )
+    _refuse_mixed_within_seeds(
+        runs,
+        lambda folder: _machines(folder / "manifest.json"),
+        lambda machine, names: f"{', '.join(names)} on {machine}",
+        "ran on different machines ({}): settings are compared within a seed, so run that seed's runs again on one "
+        "machine (git rm -r their records)",
+    )
 
 
 def recorded_dates(records: dict[str, Path]) -> str:
@@ -266,13 +281,10 @@ def refuse_mixed_nli(runs: dict[tuple[str, int], Path]) -> None:
     """Exit with an error where the runs of one generation seed ((setting, seed) -> record folder) were judged by
     other NLI models (:func:`nli_models_used`): settings are compared within a seed."""
     used = nli_models_used(list(runs.values()))
-    by_seed: dict[int, dict[str, list[str]]] = {}
-    for (name, seed), folder in runs.items():
-        by_seed.setdefault(seed, {}).setdefault(used[folder.name], []).append(name)
-    for seed, models in sorted(by_seed.items()):
-        if len(models) > 1:
-            listed = "; ".join(f"{', '.join(names)}: {model}" for model, names in models.items())
-            sys.exit(
-                f"error: the runs of generation seed {seed} were judged by other NLI models ({listed}): settings are "
-                "compared within a seed, so run them again with the same models linked (--linked-nli)"
-            )
+    _refuse_mixed_within_seeds(
+        runs,
+        lambda folder: [used[folder.name]],
+        lambda model, names: f"{', '.join(names)}: {model}",
+        "were judged by other NLI models ({}): settings are compared within a seed, so run them again with the same "
+        "models linked (--linked-nli)",
+    )
