@@ -245,6 +245,10 @@ def code_line(records: list[Path], repo: Path = REPOSITORY, assays: dict[str, li
     commits, run_commits = _commits(records, assays)
     if error := _code_conflict(commits, repo):
         sys.exit(error)
+    return _one_code(run_commits, assays)
+
+
+def _one_code(run_commits: list[str], assays: dict[str, list[str]] | None) -> str:
     named = ", ".join(c[:8] for c in run_commits)
     return (
         f"Code of the runs (their manifests' commits): {named}"
@@ -262,8 +266,9 @@ def code_line_by_seed(seeds: dict[int, tuple[list[Path], dict[str, list[str]]]],
     for _, kept in seeds.values():
         for commit, names in kept.items():
             assays.setdefault(commit, []).extend(names)
-    if _code_conflict(_commits(records, assays)[0], repo) is None:
-        return code_line(records, repo, assays)
+    commits, run_commits = _commits(records, assays)
+    if _code_conflict(commits, repo) is None:  # one code for all: the line code_line gives, without a second check
+        return _one_code(run_commits, assays)
     parts = []
     for seed, (folders, kept) in sorted(seeds.items()):
         commits, run_commits = _commits(folders, kept)
