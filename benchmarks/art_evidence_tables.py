@@ -1,18 +1,17 @@
 """The tables and plot of ART's evidence page (benchmarks/art_rounds.py): per-seed `art compare` tables, held-out
 tuned - raw generator per round, each setting's final encoders (the adaptive runs' own) and the assay of each
-run's training data, against the raw-LLM baseline, the mined-negative baseline and the faithful setting, with one
-sentence per question of issue 42 and the smallest difference each comparison could detect."""
+run's training data, against the raw-LLM baseline, the mined-negative baseline and the faithful setting (the
+answers' sentences: art_answers.py)."""
 
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from hardcse.art.analysis.report import compare_runs
-from hardcse.data.sts import DEV_TASK
-from hardcse.evaluation.compare import Comparison, compare_groups, comparison_markdown, interval_cell, verdict
+from hardcse.evaluation.compare import Comparison, compare_groups, comparison_markdown, interval_cell
 from hardcse.evaluation.results import Result, load_result
 from hardcse.run_folder import round_dirs
-from hardcse.stats import Interval, detectable_difference
+from hardcse.stats import Interval
 from machine_line import machine_line
 from record_assay import assayed, training_triplets
 
@@ -21,8 +20,6 @@ MAIN = "cpu-full"
 MINED = "baseline-mined-negatives"
 ART = (MAIN, "cpu-full-grpo")  # ART itself (PPO, GRPO): also compared with the mined-negative baseline
 BOTH = "art-two-negatives"  # ART's data with a generated and a mined negative: also against mined negatives alone
-# issue 42's declared generation seeds (docs/art.md): an answer without all of them is interim
-DECLARED_SEEDS, DECLARED_ABLATION_SEEDS = {42, 1, 2, 3, 4}, {2, 3, 4}
 LABELS = {
     MAIN: "ART (PPO, paper's reward)",
     "cpu-full-grpo": "ART (GRPO, smooth r2)",
@@ -122,133 +119,11 @@ def assay_groups(folders: list[Path], assay: Path, train_seeds: list[int]) -> di
     return groups
 
 
-def said(c: Comparison, a: str, b: str, columns: tuple[str, ...]) -> str | None:
-    """'avg7 <verdict>, STS-B dev <verdict> (80% power for a true difference of <d> and <d>)' for ``columns``;
-    with one common generation run, only the difference over test pairs (not an answer); None where not
-    compared."""
-    diff = c.differences.get((a, b))
-    if diff is None or any(col not in diff for col in columns):
-        return None
-    names = {"avg7": "avg7", DEV_TASK: "STS-B dev"}
-    if len(common_runs(c.groups, a, b)) < 2:
-        return "interim, one generation run a side: " + ", ".join(
-            f"{names[col]} {diff[col].signed(2)} over test pairs only" for col in columns
-        )
-    power = " and ".join(f"{detectable_difference(diff[col]):.2f}" for col in columns)
-    return (
-        ", ".join(f"{names[col]} {verdict(diff[col])}" for col in columns)
-        + f" (80% power for a true difference of {power})"
-    )
-
-
-def _members(c: Comparison, name: str, runs: set[int]) -> str:
-    """'5 generation seeds x 3 training seeds' (a group's members from ``runs``)."""
-    per = len([m for m in c.groups[name] if m.cluster in runs]) // len(runs)
-    plural = "s" if len(runs) > 1 else ""
-    return f"{len(runs)} generation seed{plural}" + (f" x {per} training seeds" if per > 1 else "")
-
-
 def label(name: str) -> str:
     return f"{LABELS[name]} (`{name}`)" if name in LABELS else f"`{name}`"
 
 
 PRIMARY = "avg7"  # the answer's measure: the seven STS test sets (STS-B dev selected settings and checkpoints)
-
-
-def answer_lines(assay: Comparison, final: Comparison) -> list[str]:
-    """Issue 42's questions, one sentence each: its one declared comparison first (the assay of the faithful
-    setting's data, or generated + mined's, on avg7), then what is reported beside it ("secondary"): the assay on
-    STS-B dev, GRPO, and the adaptive runs' own final encoders (avg7 only: STS-B dev chose their checkpoints).
-    Generated + mined is a setting of its own (ART's rounds with both negatives), compared with mined negatives and
-    with ART: what differs is named, not isolated."""
-    grpo = ART[1]
-    questions = [
-        (
-            "Does RL-tuning the generator write better training data than the raw generator?",
-            [(BASELINE, MAIN), (BASELINE, grpo)],
-        ),
-        (
-            "Than mined negatives (positives the raw generator wrote in that run, with mined negatives)?",
-            [(MINED, MAIN), (MINED, grpo)],
-        ),
-        (
-            "And than both together (ART's rounds with its generated and a mined negative, against mined negatives"
-            " alone and against ART alone)?",
-            [(MINED, BOTH), (MAIN, BOTH)],
-        ),
-        *(
-            (f"The paper's ablation `{n}`, against the faithful setting:", [(MAIN, n)])
-            for n in assay.groups
-            if "ablation" in n
-        ),
-    ]
-    lines = [
-        "## Answers",
-        "",
-        f"Each question's answer is one comparison declared before the answer exists: the assay of the faithful"
-        f" setting's data (generated + mined's, for the third question) on {PRIMARY}, the seven STS test sets, with"
-        ' its interval over generation runs and test pairs. What follows "secondary" is reported, not a second'
-        " chance at an answer: the assay on STS-B dev (in issue 41 it chose cpu-full-grpo's reward and"
-        " art-two-negatives), GRPO, and the adaptive runs' own final encoders, on avg7 only (STS-B dev chose their"
-        " checkpoints; ART's three rounds keep a checkpoint only if it is better, the baselines train one round: a"
-        " comparison of procedures, not of data). Each comparison names the smallest true difference it could have"
-        " detected with 80% power: its interval's half-width plus t's 80% quantile times its standard error, with"
-        " Welch-Satterthwaite degrees of freedom between the runs' part (G-1) and the test pairs' (normal)"
-        " (`hardcse.stats.detectable_difference`; itself uncertain with few runs).",
-        "",
-    ]
-    for question, pairs in questions:
-        (a, b), others = pairs[0], pairs[1:]
-        if (primary := said(assay, a, b, (PRIMARY,))) is None:
-            continue
-        secondary = [
-            f"{what} {text}"
-            for what, text in (
-                ("the same data:", said(assay, a, b, (DEV_TASK,))),
-                ("per test set, post hoc (not an answer):", per_task(assay, a, b)),
-                ("its own final encoders:", said(final, a, b, (PRIMARY,))),
-            )
-            if text is not None
-        ]
-        for x, y in others:
-            if (text := said(assay, x, y, (PRIMARY, DEV_TASK))) is not None:
-                secondary.append(f"{label(y)} - {label(x)}, its data: {text}")
-            if (text := said(final, x, y, (PRIMARY,))) is not None:
-                secondary.append(f"its own final encoders: {text}")
-        lines += [
-            f"- **{question}** {label(b)} - {label(a)}, its data assayed ({_sizes(assay, a, b)}):"
-            f"{_interim(assay, a, b)} {primary}. " + (f"Secondary: {'; '.join(secondary)}." if secondary else ""),
-            "",
-        ]
-    return lines
-
-
-def per_task(c: Comparison, a: str, b: str) -> str | None:
-    """'SICK-R +0.68 [+0.38, +0.97], STS12 -0.22 [...]': the test sets whose own interval excludes zero, largest
-    first (what an average of seven can hide), or that none does; None with one generation run a side or no
-    test set compared."""
-    diff = c.differences.get((a, b))
-    tasks = [col for col in c.columns if col not in (PRIMARY, DEV_TASK) and col in (diff or {})]
-    if not tasks or len(common_runs(c.groups, a, b)) < 2:
-        return None
-    found = sorted((t for t in tasks if diff[t].excludes_zero()), key=lambda t: -abs(diff[t].estimate))
-    return ", ".join(f"{t} {diff[t].signed(2)}" for t in found) if found else "no test set's interval excludes zero"
-
-
-def _interim(c: Comparison, a: str, b: str) -> str:
-    """' interim, 3 of the 5 declared generation seeds:' where the pair has compared two or more generation runs
-    but not every seed issue 42 declared for it (one run a side is said by :func:`said`), '' once it has them all."""
-    runs = common_runs(c.groups, a, b)
-    declared = DECLARED_ABLATION_SEEDS if "ablation" in a + b else DECLARED_SEEDS
-    if len(runs) < 2 or declared <= runs:
-        return ""
-    return f" interim, {len(runs & declared)} of the {len(declared)} declared generation seeds:"
-
-
-def _sizes(c: Comparison, a: str, b: str) -> str:
-    """'5 generation seeds x 3 training seeds a side' over the runs both sides hold."""
-    runs = common_runs(c.groups, a, b)
-    return f"{_members(c, b, runs)} a side"
 
 
 def interim_note(c: Comparison) -> str:
@@ -286,8 +161,9 @@ def assay_lines(
         f" conservative); * excludes zero.{interim_note(c)} The assays ran "
         f"{minutes:.1f} min in all ({machines}); each one's command: art_evidence/assay/NAME.json.",
         "",
-        "Scores: mean +- sd over a setting's members (n: its generation seeds x training seeds, all it ran);"
-        " each difference below is over the generation seeds both sides ran.",
+        "Scores: mean +- sd over a setting's members (n: its generation seeds x training seeds, all it ran; a"
+        " member's seed is its generation seed x 100 + its training seed); each difference below is over the"
+        " generation seeds both sides ran.",
         "",
         # every interval, without compare's verdict lines: the verdicts are the Answers' (one declared per
         # question; none with one run a side)

@@ -35,9 +35,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from art_answers import ABLATION_SEEDS, answer_lines
 from art_evidence_tables import (
     BASELINE,
-    answer_lines,
     assay_groups,
     assay_lines,
     evidence_comparison,
@@ -368,10 +368,6 @@ def write_page(
 
 
 DEFAULT_SEED = 42
-# the ablations' generation seeds, declared 2026-11-27 before any of their runs (docs/art.md "Where the ablations
-# stand"): the faithful setting and the three ablations at each, on one machine a seed, without the judge (it
-# decides no run's data, only its measures, and training it again takes most of a session)
-ABLATION_SEEDS = (5, 6, 7)
 
 
 def rebuild_command(only: list[str] | None, seeds: list[int], train_seeds: list[int], page: str = PAGE) -> str:
