@@ -49,7 +49,8 @@ SHARED = {
     "measures) shared the cores with a fresh-clone `make test`",
     "ablation-no-difficulty-seed-5": "~1 min of a page rebuild (nice 19) in round 1's RL and ~40 s of short tests "
     "beside it",
-    "cpu-full-seed-6": "~1.5 min of a page rebuild and run_time.py (nice 19) in round 1's RL",
+    "cpu-full-seed-6": "~1.5 min of a page rebuild and run_time.py (nice 19) in round 1's RL, then ~19 min (its "
+    "rounds 1 and 2) beside the main page's rebuild (nice 19) and ~20 s of doc tests",
     "cpu-full-seed-4": "two processes: the first from 00:08, from 00:13 ~20 min beside a `make demo` (nice 5), was "
     "stopped at a session's end in round 2's synthesis; the second resumed it in the next session (the manifest "
     "counts round 2's synthesis from then: the second process's part) beside ~1 min of tests (nice 10)",
