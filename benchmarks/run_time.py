@@ -53,8 +53,9 @@ SHARED = {
     "rounds 1 and 2) beside the main page's rebuild (nice 19) and ~20 s of doc tests",
     "ablation-no-filter-seed-6": "~1.5 min of a page rebuild and run_time.py (nice 19) in round 2's RL; from "
     "round 2's RL on (its last ~24 min) beside a fresh-clone `make test` (nice 10)",
-    "ablation-one-round-seed-6": "all of it beside a fresh-clone `make test` (nice 10) and ~1.5 min of a page rebuild "
-    "and run_time.py (nice 19)",
+    "ablation-one-round-seed-6": "all but its last ~3 min beside a fresh-clone `make test` (nice 10), and ~3 min of a "
+    "page rebuild and run_time.py (nice 19)",
+    "ablation-no-difficulty-seed-6": "~2 min of a page rebuild and run_time.py (nice 19) in round 1's RL",
     "cpu-full-seed-4": "two processes: the first from 00:08, from 00:13 ~20 min beside a `make demo` (nice 5), was "
     "stopped at a session's end in round 2's synthesis; the second resumed it in the next session (the manifest "
     "counts round 2's synthesis from then: the second process's part) beside ~1 min of tests (nice 10)",
