@@ -79,7 +79,7 @@ def test_an_answer_is_its_declared_comparison_then_what_is_secondary():
         ("baseline-raw-llm", [42, 1, 2, 3, 4], [42, 1, 2, 3], "interim, 4 of the 5 declared generation seeds: "),
         ("baseline-raw-llm", [42, 1, 2, 3, 4], None, ""),
         ("ablation-no-filter", [5, 6, 7], [5, 6], "interim, 2 of the 3 declared generation seeds: "),
-        # three seeds, but not the declared 5, 6, 7: seed 7's runs are still missing (seed 2's are records only)
+        # three seeds, but not the declared 5, 6, 7: seed 7's runs are still missing (seed 2 is not declared)
         ("ablation-no-filter", [2, 5, 6], [2, 5, 6], "interim, 2 of the 3 declared generation seeds: "),
         ("ablation-no-filter", [5, 6, 7], [5, 6, 7], ""),
     ],
