@@ -52,7 +52,7 @@ SHARED = {
     "cpu-full-seed-6": "~1.5 min of a page rebuild and run_time.py (nice 19) in round 1's RL, then ~19 min (its "
     "rounds 1 and 2) beside the main page's rebuild (nice 19) and ~20 s of doc tests",
     "ablation-no-filter-seed-6": "~1.5 min of a page rebuild and run_time.py (nice 19) in round 2's RL; from "
-    "round 2's RL on (its last ~24 min) beside a fresh-clone `make test` (nice 10)",
+    "round 2's synthesis on (its last ~22 min) beside a fresh-clone `make test` (nice 10)",
     "ablation-one-round-seed-6": "all but its last ~3 min beside a fresh-clone `make test` (nice 10), and ~3 min of a "
     "page rebuild and run_time.py (nice 19)",
     "ablation-no-difficulty-seed-6": "~2 min of a page rebuild and run_time.py (nice 19) and ~30 s of tests in "

@@ -96,6 +96,21 @@ def test_an_answer_is_interim_until_its_declared_generation_seeds_are_in(
     assert f"x 3 training seeds a side): {interim}avg7 higher by 0.20 (+0.20 [+0.10, +0.30])" in line
 
 
+def test_the_ablation_page_says_what_its_answers_are_and_the_main_page_says_its_own():
+    """The ablation page (the faithful setting and ablations only) declares each ablation's comparison; the main page
+    keeps its questions' text (issue 41's dev choices, the baselines' one round)."""
+    interval = {"avg7": Interval(0.2, 0.1, 0.3, 9000)}
+    none = Comparison({}, [], {}, 1000, 0)
+    for other, starts, absent in [
+        ("ablation-no-filter", "Each ablation's answer is one comparison", "issue 41"),
+        ("baseline-raw-llm", "Each question's answer is one comparison", "Each ablation's"),
+    ]:
+        a, b = ("cpu-full", other) if "ablation" in other else (other, "cpu-full")
+        groups = {a: members(a, [5, 6, 7], 3), b: members(b, [5, 6, 7], 3)}
+        preface = answer_lines(Comparison(groups, [(a, b)], {(a, b): interval}, 1000, 0), none)[2]
+        assert preface.startswith(starts) and absent not in preface
+
+
 def test_with_one_run_a_side_an_answer_is_interim_without_a_verdict():
     raw, ppo = "baseline-raw-llm", "cpu-full"
     diff = {"STS-B-dev": Interval(0.1, 0.05, 0.15, 1379), "avg7": Interval(0.2, 0.1, 0.3, 9000)}
