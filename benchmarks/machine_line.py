@@ -232,9 +232,10 @@ def _commits(records: list[Path], assays: dict[str, list[str]] | None) -> tuple[
     return commits, run_commits
 
 
-SAME_CODE = (
-    "src/hardcse is the same in all but evaluation/'s interval and table code (compare.py, paired.py, results.py: "
-    "the page computes them again) and the shipped configs (each record keeps the config it ran)."
+SAME_CODE = (  # a bound git checked (CODE_THAT_MAY_DIFFER), not a list of what differs
+    "src/hardcse differs between them, if at all, only in evaluation/'s interval and table code (compare.py, "
+    "paired.py, results.py: the page computes them again) and the shipped configs (each record keeps the config it "
+    "ran)."
 )
 
 

@@ -111,6 +111,28 @@ def test_the_ablation_page_says_what_its_answers_are_and_the_main_page_says_its_
         assert preface.startswith(starts) and absent not in preface
 
 
+@pytest.mark.parametrize(
+    ("interval", "power"),
+    [
+        # (1.96 + 0.8416) x 0.04 / 1.96 = 0.057 < 0.23: the declared figure, the observed beside it
+        (
+            Interval(-0.03, -0.07, 0.01, 9000),
+            "0.23, as declared before the runs; their own spread says 0.06, which 3 runs cannot vouch for",
+        ),
+        # (1.96 + 0.8416) x 1.26 / 1.96 = 1.80: the observed figure alone
+        (Interval(-0.27, -1.53, 0.99, 9000), "1.80"),
+    ],
+)
+def test_an_ablation_answer_says_its_declared_power_where_its_few_runs_spread_less(interval, power):
+    """With 3 runs a side the observed spread can come out far below the runs' true one: an ablation's answer never
+    claims a smaller detectable difference than the one declared before its runs (DECLARED_ABLATION_POWER)."""
+    a, b = "cpu-full", "ablation-one-round"
+    groups = {a: members(a, [5, 6, 7], 3), b: members(b, [5, 6, 7], 3)}
+    assay = Comparison(groups, [(a, b)], {(a, b): {"avg7": interval}}, 1000, 0)
+    line = next(x for x in answer_lines(assay, Comparison({}, [], {}, 1000, 0)) if x.startswith("- **"))
+    assert f"]) (80% power for a true difference of {power})." in line
+
+
 def test_with_one_run_a_side_an_answer_is_interim_without_a_verdict():
     raw, ppo = "baseline-raw-llm", "cpu-full"
     diff = {"STS-B-dev": Interval(0.1, 0.05, 0.15, 1379), "avg7": Interval(0.2, 0.1, 0.3, 9000)}
