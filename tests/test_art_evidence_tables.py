@@ -425,7 +425,7 @@ def test_one_code_and_one_pair_of_nli_models_a_seed_is_enough(tmp_path):
     by_seed = code_line_by_seed({1: ([records[0], records[1]], {}), 2: ([records[2]], {commits[2]: ["assay"]})}, repo)
     assert by_seed.startswith("Code of the runs by generation seed (settings are compared within a seed; ")
     c = [commit[:8] for commit in commits]
-    assert f"seed 1: {c[0]}, {c[1]}; seed 2: {c[2]} (assays {c[2]}); within each seed src/hardcse is" in by_seed
+    assert f"seed 1: {c[0]}, {c[1]}; seed 2: {c[2]} (assays {c[2]}); within each seed src/hardcse differs" in by_seed
     with pytest.raises(SystemExit, match=rf"^error: generation seed 2: run-seed-3 ran commit {commits[3][:8]}, whose"):
         code_line_by_seed({1: ([records[0]], {}), 2: ([records[2], records[3]], {})}, repo)
 
