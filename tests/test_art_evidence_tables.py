@@ -109,6 +109,7 @@ def test_the_ablation_page_says_what_its_answers_are_and_the_main_page_says_its_
         groups = {a: members(a, [5, 6, 7], 3), b: members(b, [5, 6, 7], 3)}
         preface = answer_lines(Comparison(groups, [(a, b)], {(a, b): interval}, 1000, 0), none)[2]
         assert preface.startswith(starts) and absent not in preface
+        assert ("not corrected for the three ablations" in preface) == ("ablation" in other)
 
 
 @pytest.mark.parametrize(
