@@ -63,7 +63,7 @@ SHARED = {
     "ablation-no-filter-seed-7": "~4 min of a page rebuild and run_time.py (nice 19), then from 11:45 a fresh-clone "
     "`make test` (nice 10)",
     "ablation-one-round-seed-7": "its first ~28 min (12:09-12:37) beside a fresh-clone `make test` (nice 10), and "
-    "~5 min of a page rebuild and run_time.py (nice 19)",
+    "~5 min of a page rebuild and run_time.py (nice 19) and ~2 min of a review's (nice 19)",
     "ablation-no-difficulty-seed-7": "~4 min of a page rebuild and run_time.py (nice 19)",
     "cpu-full-seed-4": "two processes: the first from 00:08, from 00:13 ~20 min beside a `make demo` (nice 5), was "
     "stopped at a session's end in round 2's synthesis; the second resumed it in the next session (the manifest "
