@@ -28,15 +28,17 @@ def said(c: Comparison, a: str, b: str, columns: tuple[str, ...], declared: floa
     if diff is None or any(col not in diff for col in columns):
         return None
     names = {"avg7": "avg7", DEV_TASK: "STS-B dev"}
-    if len(common_runs(c.groups, a, b)) < 2:
+    runs = common_runs(c.groups, a, b)
+    if len(runs) < 2:
         return "interim, one generation run a side: " + ", ".join(
             f"{names[col]} {diff[col].signed(2)} over test pairs only" for col in columns
         )
-    power = " and ".join(f"{detectable_difference(diff[col]):.2f}" for col in columns)
-    if declared is not None and round(observed := detectable_difference(diff[columns[0]]), 2) < declared:
+    observed = [detectable_difference(diff[col]) for col in columns]
+    power = " and ".join(f"{d:.2f}" for d in observed)
+    if declared is not None and round(observed[0], 2) < declared:
         power = (
-            f"{declared:.2f}, as declared before the runs; their own spread says {observed:.2f}, which"
-            f" {len(common_runs(c.groups, a, b))} runs cannot vouch for"
+            f"{declared:.2f}, as declared before the runs; their own spread says {observed[0]:.2f}, which"
+            f" {len(runs)} runs cannot vouch for"
         )
     return (
         ", ".join(f"{names[col]} {verdict(diff[col])}" for col in columns)
