@@ -8,9 +8,10 @@ import torch
 from hardcse.art.analysis.judge import judge_records, judge_table_markdown
 from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
 from hardcse.art.reward.dual import Reward
-from hardcse.art.rl.tuning import tune_generator, tune_run
+from hardcse.art.rl.tuning import tune_generator
 from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.art.synthesis.triplets import synthesize
+from hardcse.cli.art import tune_run
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
@@ -150,8 +151,8 @@ def test_reuse_continues_a_kept_shorter_tuning_of_the_same_anchors(tiny_tune_ove
     )
 
     steps = []
-    real = tuning.PPOTrainer.step
-    monkeypatch.setattr(tuning.PPOTrainer, "step", lambda self, *a, **k: steps.append(1) or real(self, *a, **k))
+    real = tuning.RLTrainer.step
+    monkeypatch.setattr(tuning.RLTrainer, "step", lambda self, *a, **k: steps.append(1) or real(self, *a, **k))
     longer = tune_generator(
         load_config(TuneConfig, overrides=[*reuse, "rl.steps=3"]), tmp_path / "w2", tmp_path / "g2", anchors
     )

@@ -19,6 +19,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
 from hardcse.encoder.simcse import SimCSETraining, train_simcse
 from hardcse.errors import HardcseError
+from hardcse.evaluation.sts import dev_evaluator
 
 TRIPLETS = [(s, s.replace("A ", "One "), SENTENCES[(i + 3) % len(SENTENCES)]) for i, s in enumerate(SENTENCES)]
 
@@ -48,7 +49,10 @@ def test_a_diffaug_encoder_trains_on_as_arts_starting_encoder(tmp_path, tiny_enc
     before = {k: v.clone() for k, v in prefixed(start).prefixes.state_dict().items()}
     settings = ["training.max_steps=2", "training.batch_size=4", "training.learning_rate=1e-2"]
     config = load_config(SimCSETraining, overrides=settings)
-    train_simcse(start, TRIPLETS, "sup", config, tmp_path / "round_1_encoder", in_order=True)  # ART's encoder stage
+    evaluator = dev_evaluator(start.max_seq_length)
+    train_simcse(
+        start, TRIPLETS, "sup", config, tmp_path / "round_1_encoder", evaluator=evaluator, in_order=True
+    )  # ART's encoder stage
     trained = load_encoder(str(tmp_path / "round_1_encoder"))
     assert isinstance(trained[0], PrefixedTransformer) and diffaug.name == "model"
     after = prefixed(trained).prefixes.state_dict()

@@ -15,14 +15,14 @@ from conftest import SENTENCES
 from hardcse.art.config import FilterConfig, GeneratorConfig, RLConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.reward.dual import Reward
-from hardcse.art.rl.grpo import GRPOTrainer
-from hardcse.art.rl.ppo import PPOTrainer
+from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import SimCSEConfig, read_training_data, train_simcse
+from hardcse.evaluation.sts import dev_evaluator
 from test_rl import good_share, p_good_first
 
 pytestmark = [
@@ -39,9 +39,9 @@ def test_rl_steps_run_on_the_gpu_and_learn(tiny_lm_dir, algorithm):
     config = RLConfig(
         algorithm=algorithm, batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, kl_coef=0.01, seed=0
     )
-    trainer = (PPOTrainer if algorithm == "ppo" else GRPOTrainer)(model, tokenizer, GEN, config)
+    trainer = RLTrainer(model, tokenizer, GEN, config)
     if algorithm == "ppo":
-        assert trainer.value_head.weight.device.type == "cuda"
+        assert trainer.algorithm.value_head.weight.device.type == "cuda"
     before = p_good_first(model, tokenizer)
     torch.manual_seed(0)
     for _ in range(10):
@@ -72,6 +72,7 @@ def test_an_encoder_trains_on_the_gpu(tiny_encoder_dir, triplet_file, tmp_path):
     overrides = ["training.max_steps=3", "training.eval_steps=3", "training.batch_size=4", "training.device=cuda"]
     config = load_config(SimCSEConfig, overrides=[f"encoder={tiny_encoder_dir}", "mode=sup", *overrides])
     model = load_encoder(str(tiny_encoder_dir), device="cpu")  # the job moves it
-    outcome = train_simcse(model, read_training_data("sup", triplet_file), "sup", config, tmp_path / "out")
+    data = read_training_data("sup", triplet_file)
+    outcome = train_simcse(model, data, "sup", config, tmp_path / "out", evaluator=dev_evaluator(model.max_seq_length))
     assert outcome.model.device.type == "cuda" and outcome.record["steps"] == 3
     assert SentenceTransformer(str(tmp_path / "out"), device="cpu").encode(SENTENCES).shape[0] == len(SENTENCES)

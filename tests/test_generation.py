@@ -8,7 +8,7 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import parse_response
 from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import decoder_and_head, sample
-from hardcse.art.rl.policy import PolicyTrainer
+from hardcse.art.rl.loop import RLTrainer
 
 GREEDY = GeneratorConfig(max_new_tokens=6, top_k=1, dtype="float32", device="cpu")  # exact CPU values
 PROMPTS = ["the cat runs", "the cat sleeps very", "the", "a dog", "a dog runs good", "a dog sleeps"]
@@ -52,11 +52,10 @@ def test_the_prefix_forward_gives_each_rows_own_log_probs(lm, tiny_lm_dir):
     model, tokenizer = load_generator(
         str(tiny_lm_dir), GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu"), trainable=True
     )
-    trainer = PolicyTrainer(
-        model, tokenizer, GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu"), RLConfig()
-    )
+    generation = GeneratorConfig(dtype="float32", max_new_tokens=5, device="cpu")
+    trainer = RLTrainer(model, tokenizer, generation, RLConfig())
     torch.manual_seed(0)
-    samples = trainer.sample(PROMPTS, GROUPS)
+    samples = sample(model, tokenizer, PROMPTS, generation, groups=GROUPS)
     with torch.no_grad():
         logprobs = trainer.forward(samples)[0]
         for i in range(len(PROMPTS)):  # one row alone, no padding, no prefix cache
@@ -75,9 +74,9 @@ def test_gradient_checkpointing_recomputes_layers_and_changes_no_number(tiny_lm_
     for checkpointing in (False, True):
         torch.manual_seed(0)  # the same LoRA A matrices
         model, tokenizer = load_generator(str(tiny_lm_dir), config, trainable=True)
-        trainer = PolicyTrainer(model, tokenizer, config, RLConfig(gradient_checkpointing=checkpointing))
+        trainer = RLTrainer(model, tokenizer, config, RLConfig(gradient_checkpointing=checkpointing))
         torch.manual_seed(0)
-        samples = trainer.sample(PROMPTS, GROUPS)
+        samples = sample(model, tokenizer, PROMPTS, config, groups=GROUPS)
         with torch.no_grad():
             no_grad = trainer.forward(samples)[0]
         saved: list[int] = []  # the elements autograd keeps for the backward pass

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hardcse.art.analysis.heldout import compare, compare_markdown, per_anchor
+from hardcse.art.synthesis.heldout import compare, compare_markdown, per_anchor
 from hardcse.data.nli import LABEL_ID
 from hardcse.encoder.encode import pair_cosines
 

@@ -178,10 +178,10 @@ def test_without_the_dual_reward_a_term_is_needed():
 def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     terms_file, tiny_tune_overrides, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path
 ):
-    from hardcse.art.analysis.heldout import compare, compare_markdown
     from hardcse.art.config import FilterConfig
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.heldout import compare, compare_markdown
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator

@@ -9,15 +9,16 @@ import torch
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
-from hardcse.art.rl.grpo import GRPOTrainer, group_advantages, grpo_loss, k3_kl
-from hardcse.art.rl.policy import masked_mean
+from hardcse.art.generator.sampling import sample
+from hardcse.art.rl.grpo import group_advantages, grpo_loss, k3_kl
+from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.ppo import (
     AdaptiveKLController,
-    PPOTrainer,
     clipped_policy_loss,
     clipped_value_loss,
     gae,
     kl_shaped_rewards,
+    masked_mean,
 )
 
 GEN = GeneratorConfig(  # on the CPU wherever the suite runs: tests/test_cuda.py runs these paths on a GPU
@@ -82,6 +83,22 @@ def good_share(texts, truncated):  # dense reward: the share of "good" among the
     return scores, {"mean_score": float(scores.mean())}
 
 
+def losses_without_updates(trainer: RLTrainer) -> list[tuple]:
+    """(rollout, rows, losses) of every minibatch of the trainer's next step, whose optimizer then changes nothing:
+    every minibatch sees the policy that sampled."""
+    seen = []
+    losses_of = trainer.algorithm.losses
+
+    def spy(rollout, rows, *outputs):
+        losses = losses_of(rollout, rows, *outputs)
+        seen.append((rollout, rows, losses))
+        return losses
+
+    trainer.algorithm.losses = spy
+    trainer.optimizer.step = lambda *args, **kwargs: None
+    return seen
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_lm_dir, dtype):
     # LoRA dropout 0.05 in the config: the trainer turns it off, so sampling and training compute one policy
@@ -91,15 +108,14 @@ def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_l
     for p in model.parameters():  # a non-zero adapter: pi differs from pi_ref
         if p.requires_grad:
             torch.nn.init.normal_(p, std=0.3)
-    trainer = PPOTrainer(model, tokenizer, gen, RLConfig(batch_size=6, minibatch_size=4, epochs=2))
+    trainer = RLTrainer(model, tokenizer, gen, RLConfig(batch_size=6, minibatch_size=4, epochs=2))
+    seen = losses_without_updates(trainer)
     prompts = ["the cat", "a dog runs", "the", "very good", "the cat", "a dog"]
-    kinds = ["positive", "negative"] * 3
-    rollout, _, _ = trainer.collect(prompts, kinds, good_share)
-    trainer.advantages(rollout)
-    assert len(rollout.minibatches[0]) == 2
-    for rows in rollout.minibatches[0]:  # the first kept its graph, the second was computed without one
+    stats = trainer.step(prompts, ["positive", "negative"] * 3, good_share)
+    # 2 epochs of 2 minibatches: the first kept its graph from pi_old's forward, the others were computed again
+    assert len(seen) == 4 and stats["approx_kl"] == 0.0 and stats["clipfrac"] == 0.0
+    for rollout, rows, losses in seen:
         mask = rollout.samples.response_mask[rows]
-        losses = trainer.minibatch_losses(rollout, rows)
         assert torch.equal(losses["ratio"], mask)  # exactly 1 on every response token
         # with ratio 1 the clipped surrogate is -A: its masked mean, to the last bit
         assert float(losses["policy_loss"].detach()) == float(masked_mean(-rollout.advantages[rows], mask))
@@ -112,9 +128,9 @@ def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_l
 
 def test_kl_is_zero_when_policy_equals_reference(tiny_lm_dir):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)  # LoRA B = 0: policy == reference
-    trainer = PPOTrainer(model, tokenizer, GEN, RLConfig(batch_size=4, minibatch_size=2))
+    trainer = RLTrainer(model, tokenizer, GEN, RLConfig(batch_size=4, minibatch_size=2))
     torch.manual_seed(1)
-    samples = trainer.sample(["the cat", "a dog runs", "the", "very good"], [0, 0, 1, 1])
+    samples = sample(model, tokenizer, ["the cat", "a dog runs", "the", "very good"], GEN, groups=[0, 0, 1, 1])
     mask = samples.response_mask
     with torch.no_grad():
         policy = trainer.forward(samples)[0]
@@ -124,7 +140,7 @@ def test_kl_is_zero_when_policy_equals_reference(tiny_lm_dir):
 def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
     config = RLConfig(batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, kl_coef=0.01, seed=0)
-    trainer = PPOTrainer(model, tokenizer, GEN, config)
+    trainer = RLTrainer(model, tokenizer, GEN, config)
     prompts = ["the cat"] * config.batch_size
     before = p_good_first(model, tokenizer)
     torch.manual_seed(0)
@@ -137,8 +153,8 @@ def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_pa
     assert {"kl", "entropy", "clipfrac", "value_loss", "generation_s", "optimisation_s", "truncated"} <= set(stats)
 
     # after training, the reference is still the adapter-free base model
-    samples = trainer.sample(prompts[:4], [0] * 4)
-    base_trainer = PPOTrainer(load_generator(str(tiny_lm_dir), GEN, trainable=True)[0], tokenizer, GEN, config)
+    samples = sample(model, tokenizer, prompts[:4], GEN, groups=[0] * 4)
+    base_trainer = RLTrainer(load_generator(str(tiny_lm_dir), GEN, trainable=True)[0], tokenizer, GEN, config)
     mask = samples.response_mask
     assert torch.equal(trainer.reference_logprobs(samples) * mask, base_trainer.reference_logprobs(samples) * mask)
     with torch.no_grad():
@@ -147,10 +163,10 @@ def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_pa
 
     trainer.save(tmp_path / "gen", str(tiny_lm_dir))
     again, _ = load_generator(str(tmp_path / "gen"), GEN, trainable=True)
-    resumed = PPOTrainer(again, tokenizer, GEN, config)
+    resumed = RLTrainer(again, tokenizer, GEN, config)
     resumed.load_state(tmp_path / "gen")
-    assert resumed.step_count == 10 and resumed.kl.value == pytest.approx(trainer.kl.value)
-    assert torch.equal(resumed.value_head.weight, trainer.value_head.weight)
+    assert resumed.step_count == 10 and resumed.algorithm.kl.value == pytest.approx(trainer.algorithm.kl.value)
+    assert torch.equal(resumed.algorithm.value_head.weight, trainer.algorithm.value_head.weight)
     with torch.no_grad():
         ids = tokenizer(["the cat"], return_tensors="pt")["input_ids"]
         assert torch.allclose(again(ids).logits, model(ids).logits, atol=1e-6)
@@ -196,27 +212,25 @@ def test_grpo_ratio_is_exactly_one_before_any_update(tiny_lm_dir):
     for p in model.parameters():
         if p.requires_grad:
             torch.nn.init.normal_(p, std=0.3)
-    trainer = GRPOTrainer(
-        model, tokenizer, GEN, RLConfig(algorithm="grpo", batch_size=8, minibatch_size=4, group_size=4)
-    )
-    prompts = ["the cat"] * 4 + ["a dog runs"] * 4
-    rollout, _, _ = trainer.collect(prompts, [0] * 4 + [1] * 4, good_share)
-    trainer.advantages(rollout)
-    rows = rollout.minibatches[0][0]
-    mask = rollout.samples.response_mask[rows]
-    losses = trainer.minibatch_losses(rollout, rows)
-    assert torch.equal(losses["ratio"], mask)
-    a = rollout.advantages[rows].unsqueeze(1)
-    kl = k3_kl(rollout.old_logprobs[rows], rollout.ref_logprobs[rows])
-    per_completion = ((-(a - 0.04 * kl)) * mask).sum(1) / mask.sum(1)
-    assert float(losses["loss"].detach()) == pytest.approx(float(per_completion.mean()), abs=1e-6)
-    assert float(masked_mean(kl, mask)) > 0  # pi differs from pi_ref
+    trainer = RLTrainer(model, tokenizer, GEN, RLConfig(algorithm="grpo", batch_size=8, minibatch_size=4, group_size=4))
+    seen = losses_without_updates(trainer)
+    trainer.step(["the cat"] * 4 + ["a dog runs"] * 4, [0] * 4 + [1] * 4, good_share)
+    assert len(seen) == 8  # 4 epochs of 2 minibatches, each a whole group
+    for rollout, rows, losses in seen:
+        assert len(set((rows // 4).tolist())) == 1
+        mask = rollout.samples.response_mask[rows]
+        assert torch.equal(losses["ratio"], mask)
+        a = rollout.advantages[rows].unsqueeze(1)
+        kl = k3_kl(rollout.old_logprobs[rows], rollout.ref_logprobs[rows])
+        per_completion = ((-(a - 0.04 * kl)) * mask).sum(1) / mask.sum(1)
+        assert float(losses["loss"].detach()) == pytest.approx(float(per_completion.mean()), abs=1e-6)
+        assert float(masked_mean(kl, mask)) > 0  # pi differs from pi_ref
 
 
 def test_grpo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
     config = RLConfig(algorithm="grpo", batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, group_size=8)
-    trainer = GRPOTrainer(model, tokenizer, GEN, config)
+    trainer = RLTrainer(model, tokenizer, GEN, config)
     prompts = ["the cat"] * config.batch_size
     before = p_good_first(model, tokenizer)
     torch.manual_seed(0)
@@ -227,6 +241,6 @@ def test_grpo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_p
     assert {"kl", "entropy", "clipfrac", "reward_std_in_group", "generation_s", "optimisation_s"} <= set(stats)
     assert "value_loss" not in stats  # no value head
     trainer.save(tmp_path / "gen", str(tiny_lm_dir))
-    resumed = GRPOTrainer(load_generator(str(tmp_path / "gen"), GEN, trainable=True)[0], tokenizer, GEN, config)
+    resumed = RLTrainer(load_generator(str(tmp_path / "gen"), GEN, trainable=True)[0], tokenizer, GEN, config)
     resumed.load_state(tmp_path / "gen")
     assert resumed.step_count == 10

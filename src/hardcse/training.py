@@ -223,8 +223,8 @@ def run_training_job(
     record: dict | None = None,
 ) -> TrainOutcome:
     """Train ``model`` on ``dataset`` with ``loss``; keep the best checkpoint by ``metric`` (``evaluator`` scores
-    it; by default STS-B dev at the model's own length; ``metric=None``: no selection, the last step is kept); save
-    it to ``out_dir`` with ``training.json``.
+    it, e.g. :func:`hardcse.evaluation.sts.dev_evaluator` at the model's own length; ``metric=None``: no selection,
+    the last step is kept); save it to ``out_dir`` with ``training.json``.
 
     A SentenceTransformer trains at ``settings.max_seq_length`` and is saved at its own length; a CrossEncoder
     keeps the length it was built with. ``before_save(model)`` runs on the selected model before the length is
@@ -237,16 +237,14 @@ def run_training_job(
     from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
+    if metric is not None and evaluator is None:
+        raise ValueError(f"run_training_job: selecting on {metric!r} needs the evaluator that computes it")
     out_dir = Path(out_dir)
     checkpoints = out_dir / CHECKPOINTS
     is_encoder = isinstance(model, SentenceTransformer)
     if is_encoder:
         eval_length = model.max_seq_length
         model.max_seq_length = settings.max_seq_length
-        if evaluator is None and metric is not None:
-            from hardcse.evaluation.sts import dev_evaluator
-
-            evaluator = dev_evaluator(eval_length)
     elif not isinstance(model, CrossEncoder):
         raise TypeError(f"run_training_job trains a SentenceTransformer or a CrossEncoder, not {type(model)}")
     arguments_cls = SentenceTransformerTrainingArguments if is_encoder else CrossEncoderTrainingArguments

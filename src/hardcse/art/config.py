@@ -152,15 +152,21 @@ class RLConfig(Checked):
     seed: int = 42
 
     @property
+    def rows_per_prompt(self) -> int:
+        """How many rollouts share one prompt: GRPO's group (G), PPO's one. The only difference between the two
+        that is not in their classes (hardcse/art/rl/ppo.py, grpo.py): the step's prompts and minibatches follow it."""
+        return self.group_size if self.algorithm == "grpo" else 1
+
+    @property
     def anchors_per_step(self) -> int:
-        """Distinct anchors a step reads: GRPO samples each of its prompts ``group_size`` times."""
-        return self.batch_size // self.group_size if self.algorithm == "grpo" else self.batch_size
+        """Distinct anchors a step reads."""
+        return self.batch_size // self.rows_per_prompt
 
     def check(self) -> None:
         check_choice("algorithm", self.algorithm, ("ppo", "grpo"))
         check_positive("group_size", self.group_size)
         check_nonnegative("grpo_beta", self.grpo_beta)
-        if self.algorithm == "grpo" and self.batch_size % self.group_size:
+        if self.batch_size % self.rows_per_prompt:
             raise ConfigValueError("batch_size", f"{self.batch_size} is not a multiple of group_size {self.group_size}")
         positive = ("steps", "batch_size", "minibatch_size", "epochs", "learning_rate", "kl_target")
         for key in (*positive, "kl_horizon", "cliprange", "cliprange_value", "max_grad_norm", "save_every"):
@@ -319,7 +325,7 @@ class ArtRunConfig(TuneConfig):
     negatives: str = "generated"
     mining: MiningConfig = field(default_factory=MiningConfig)
     # Each tuned round: the raw and the tuned generator write for the first N held-out anchors, compared with
-    # bootstrap intervals (round_r/heldout.json, hardcse/art/analysis/heldout.py); 0: not measured.
+    # bootstrap intervals (round_r/heldout.json, hardcse/art/synthesis/heldout.py); 0: not measured.
     heldout_anchors: int = 500
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)

@@ -38,7 +38,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.engines import select_engine
 from hardcse.errors import HardcseError, not_a_file
-from hardcse.evaluation.sts import dev_score, write_sts_eval
+from hardcse.evaluation.sts import dev_evaluator, dev_score, write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
 from hardcse.run_folder import RunFolder
@@ -246,7 +246,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
 def _compare_on_held_out(
     run: _Run, round_dir: Path, encoder_source: str, pooling: str, tuned_generator: str, out: Path
 ) -> None:
-    from hardcse.art.analysis.heldout import held_out_comparison
+    from hardcse.art.synthesis.heldout import held_out_comparison
 
     config = run.config
     reward_encoder = load_encoder(encoder_source, pooling, device=config.device)
@@ -306,7 +306,8 @@ def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, sourc
         if in_order:
             data = _easy_to_hard(model, data)
             record["order"] = "easy_to_hard"
-        outcome = train_simcse(model, data, "sup", config.encoder_training, out, in_order=in_order)
+        evaluator = dev_evaluator(model.max_seq_length)
+        outcome = train_simcse(model, data, "sup", config.encoder_training, out, evaluator=evaluator, in_order=in_order)
         record.update(
             trained=True,
             best_dev=outcome.best_dev,

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardcse.cli.common import add_group, add_run_command, add_skip_bad_rows, on_error, run_config
+
+if TYPE_CHECKING:
+    from hardcse.art.config import TuneConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -73,15 +78,38 @@ def run(args: argparse.Namespace) -> None:
 
 def tune(args: argparse.Namespace) -> None:
     from hardcse.art.config import TuneConfig
-    from hardcse.art.rl.tuning import tune_run
 
     final = tune_run(run_config(TuneConfig, args), args.out, resume=args.resume, overwrite=args.overwrite)
     print(f"tuned generator: {final} (curves: {final / 'rl_curves.png'})")
 
 
+def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
+    """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
+    last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
+    from hardcse.art.rl.tuning import check_rank_shares, tune_generator
+    from hardcse.distributed import run_on_main
+    from hardcse.engines import select_engine
+    from hardcse.resources import check_model_sources
+    from hardcse.run_folder import RunFolder
+
+    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune")
+    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
+    check_rank_shares(config.rl)
+    check_model_sources(
+        {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
+    )
+    with folder as run:
+        final = run.stage(
+            "generator", "generator", lambda partial: tune_generator(config, run.dir / "rl", partial), all_ranks=True
+        )
+        run_on_main(lambda: shutil.rmtree(run.dir / "rl", ignore_errors=True))  # its checkpoint is now generator/
+        run.finish()
+    return final
+
+
 def generate(args: argparse.Namespace) -> None:
     from hardcse.art.config import TuneConfig
-    from hardcse.art.synthesis.triplets import synthesis_run
 
     config = run_config(TuneConfig, args)
     report = synthesis_run(
@@ -95,6 +123,68 @@ def generate(args: argparse.Namespace) -> None:
         overwrite=args.overwrite,
     )
     print(json.dumps(report, indent=2))
+
+
+def synthesis_run(
+    config: TuneConfig,
+    out: str | Path,
+    *,
+    generator: str | None = None,
+    anchors: str = "held-out",
+    limit: int | None = None,
+    on_error: str = "raise",
+    resume: bool = False,
+    overwrite: bool = False,
+) -> dict:
+    """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
+    ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
+    the synthesis report. The inputs that are not config are recorded in the manifest."""
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
+    from hardcse.data.corpus import read_sentences
+    from hardcse.discriminator.nli import load_discriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.engines import select_engine
+    from hardcse.errors import HardcseError
+    from hardcse.resources import check_model_sources
+    from hardcse.run_folder import RunFolder
+
+    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
+
+    texts = (
+        split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
+    )
+    if limit is not None and limit < 1:
+        raise HardcseError(f"--limit {limit}: give a number of anchors of at least 1 (or leave it out for all)")
+    texts = texts[:limit] if limit else texts
+    if not texts:
+        raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
+    source = generator or config.generator.model
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate")
+    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
+    check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
+    with folder as run:
+        run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
+
+        def build(_: Path) -> None:
+            discriminator = load_discriminator(config.discriminator, config.device)
+            reward = Reward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
+            synthesize(
+                source,
+                texts,
+                config.generator,
+                reward,
+                config.filter,
+                run.dir,
+                decontamination=config.decontamination,
+                engine=config.engine,
+                cache_generations=config.reuse,
+            )
+
+        done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)
+        run.finish()
+    return json.loads(done.read_text(encoding="utf-8"))
 
 
 def judge(args: argparse.Namespace) -> None:

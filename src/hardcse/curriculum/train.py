@@ -19,6 +19,7 @@ from hardcse.batching import PlanBatches
 from hardcse.curriculum.plan import Plan, difficulties
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
+from hardcse.evaluation.sts import dev_evaluator
 from hardcse.training import TrainOutcome, run_training_job
 
 
@@ -52,6 +53,7 @@ def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
         InBatchContrastiveLoss(model, config.tau, labels_are_mask=True),  # the label column is the mask
         config.training,
         out_dir,
+        evaluator=dev_evaluator(own_length),
         batch_sampler=PlanBatches([len(b.rows) for b in plan.batches]),
         before_save=lambda trained: {"underfit_share_after": underfit_share(trained, plan)},
         record={

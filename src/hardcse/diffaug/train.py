@@ -33,6 +33,7 @@ from hardcse.diffaug.prefix import add_prefixes, prefixed
 from hardcse.distributed import is_main
 from hardcse.encoder.build import load_encoder
 from hardcse.errors import HardcseError
+from hardcse.evaluation.sts import dev_evaluator
 from hardcse.resources import resolve_model
 from hardcse.training import TrainingSettings, TrainOutcome, run_training_job
 
@@ -177,8 +178,6 @@ def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, e
     if config.inference_prefix != "dev":
         transformer.inference_view = INFERENCE_VIEWS[config.inference_prefix]
         return {"inference_prefix": config.inference_prefix}
-    from hardcse.evaluation.sts import dev_evaluator
-
     evaluator = dev_evaluator(eval_length)
     scores = {}
     for name, view in INFERENCE_VIEWS.items():
@@ -212,6 +211,7 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
         loss,
         config.training,
         out_dir,
+        evaluator=dev_evaluator(eval_length),
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.setting == "sup" else BatchSamplers.BATCH_SAMPLER,
         before_save=lambda trained: choose_inference_prefix(config, trained, eval_length),

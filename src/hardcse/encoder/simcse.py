@@ -9,7 +9,6 @@ Both are :class:`hardcse.encoder.contrastive.InBatchContrastiveLoss` (equal to s
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
@@ -97,11 +96,13 @@ def train_simcse(
     config: SimCSETraining,
     out_dir: str | Path,
     *,
+    evaluator: object,
     in_order: bool = False,
 ) -> TrainOutcome:
     """Train ``model`` with SimCSE on ``data`` (triplets for ``sup``, sentences for ``unsup``); the best checkpoint
-    on STS-B dev is saved to ``out_dir`` (see :func:`hardcse.training.run_training_job`). ``in_order``: batches
-    follow ``data``'s order (a curriculum) instead of a shuffle."""
+    by ``evaluator`` (STS-B dev: :func:`hardcse.evaluation.sts.dev_evaluator` at the model's own length) is saved
+    to ``out_dir`` (see :func:`hardcse.training.run_training_job`). ``in_order``: batches follow ``data``'s order (a
+    curriculum) instead of a shuffle."""
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     from hardcse.batching import ordered_batches
@@ -117,6 +118,7 @@ def train_simcse(
         InBatchContrastiveLoss(model, config.tau),
         config.training,
         out_dir,
+        evaluator=evaluator,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=ordered_batches(len(dataset), config.training.batch_size)
         if in_order
@@ -125,69 +127,3 @@ def train_simcse(
         else BatchSamplers.BATCH_SAMPLER,
         record={"mode": mode, "order": "given" if in_order else "shuffled"},
     )
-
-
-def simcse_run(
-    config: SimCSEConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False, on_error: OnError = "raise"
-) -> dict[str, dict]:
-    """``hardcse simcse train`` as a run folder: ``decontamination.json`` + ``decontaminated.jsonl`` (the rows
-    dropped as matches of evaluation texts), ``eval_before.json`` (the starting encoder), ``model/`` (trained,
-    best on STS-B dev, with ``training.json``), ``eval.json``. Returns the STS records {"before", "after"}."""
-    from hardcse.data.decontamination import Decontamination, sentence_texts, triplet_texts
-    from hardcse.distributed import is_main
-    from hardcse.encoder.build import load_encoder
-    from hardcse.evaluation.sts import write_sts_eval
-    from hardcse.model_card import write_model_card
-    from hardcse.resources import resolve_model
-    from hardcse.run_folder import RunFolder
-
-    if config.data is None:
-        raise HardcseError("no training data: give --data FILE (or data: in the config)")
-    data = read_training_data(config.mode, config.data, on_error)  # a bad file fails before the folder exists
-    if not data:
-        raise HardcseError(f"{config.data}: no rows to train on")
-    resolve_model(config.encoder)
-    check = Decontamination(config.decontamination)
-    data = check.filter(config.data, data, triplet_texts if config.mode == "sup" else sentence_texts)
-    if not data:
-        raise HardcseError(
-            f"{config.data}: every row matches an evaluation text; train on other data or set "
-            "decontamination.enabled=false"
-        )
-    records: dict[str, dict] = {}
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train") as run:
-        # written beside its list of dropped texts, itself last: the stage is done once the counts exist
-        run.stage("decontamination", check.COUNTS, lambda path: check.write(path.parent), in_place=True)
-        if config.eval_tasks:
-            before = run.stage(
-                "eval_before",
-                "eval_before.json",
-                lambda partial: write_sts_eval(partial, config.encoder, config.eval_tasks, config.pooling),
-            )
-            records["before"] = json.loads(before.read_text(encoding="utf-8"))
-        model_dir = run.stage(
-            "model",
-            "model",
-            lambda partial: train_simcse(
-                load_encoder(
-                    config.encoder, config.pooling, head_seed=config.training.seed, device=config.training.device
-                ),
-                data,
-                config.mode,
-                config,
-                partial,
-            ),
-            keep_partial=True,
-            all_ranks=True,
-        )
-        if config.eval_tasks:
-            after = run.stage(
-                "eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks)
-            )
-            records["after"] = json.loads(after.read_text(encoding="utf-8"))
-        if is_main():
-            what = "triplets (anchor, positive, hard negative)" if config.mode == "sup" else "sentences"
-            data_line = f"{len(data)} {what} of `{config.data}`"
-            write_model_card(model_dir, run.dir, "simcse", eval_path=run.dir / "eval.json", data=data_line)
-        run.finish()
-    return records

@@ -3,15 +3,12 @@ reward's discriminator: accuracy of positives and negatives, mean cosines, parse
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import FilterConfig, GeneratorConfig
-from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.dual import TARGET_LABEL
-from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words, word_overlap
+from hardcse.art.reward.shortcuts import shortcut_flags, word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
 
@@ -29,27 +26,6 @@ SHORTCUT_LABELS = {
 def triplet_shortcuts(triplets: list[tuple[str, ...]], generator: GeneratorConfig | None = None) -> dict:
     """:func:`shortcut_measures` of kept triplets (anchor, positive, negative, ...)."""
     return shortcut_measures([{"anchor": t[0], "positive": t[1], "negative": t[2]} for t in triplets], generator)
-
-
-def shortcut_flags(records: list[dict], generator: GeneratorConfig | None = None) -> dict[str, np.ndarray]:
-    """Per record (anchor, positive, negative; NaN where the answer is missing): 1.0 when its positive is a
-    deletion of its anchor (``positive_deletion``), when its negative adds a negation word
-    (``negative_added_negation``), and, with the ``generator`` config that prompted it (one with demonstrations),
-    when its KIND uses words of the demonstrations its prompt showed (``KIND_leak``); else 0.0."""
-
-    def flags(kind: str, shortcut: Callable[[str, str], object]) -> np.ndarray:
-        return np.array([np.nan if r[kind] is None else float(bool(shortcut(r["anchor"], r[kind]))) for r in records])
-
-    out = {
-        "positive_deletion": flags("positive", is_deletion),
-        "negative_added_negation": flags("negative", added_negations),
-    }
-    if generator is not None and generator.few_shot:
-        for kind in ("positive", "negative"):
-            out[f"{kind}_leak"] = flags(
-                kind, lambda x, y, k=kind: leaked_words(x, y, shown_demonstrations(x, k, generator), k)
-            )
-    return out
 
 
 def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = None) -> dict:

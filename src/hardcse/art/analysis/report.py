@@ -259,7 +259,7 @@ def build_report(run_dir: str | Path) -> str:
         out += ["## Generator tuning per round", "", rl_table, ""]
     heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
     if any(h for _, h in heldout):
-        from hardcse.art.analysis.heldout import compare_markdown
+        from hardcse.art.synthesis.heldout import compare_markdown
 
         out += ["## Raw vs tuned generator on held-out anchors", ""]
         out += [f"{name}:\n\n{compare_markdown(h)}\n" for name, h in heldout if h]

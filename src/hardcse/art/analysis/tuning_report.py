@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from hardcse.art.analysis.plots import RL_LOG, term_names  # noqa: E402
+from hardcse.art.rl.rl_log import RL_LOG, term_names  # noqa: E402
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
 
 WINDOW = 5  # steps averaged at each end of a round's curve (at most half the steps)

@@ -14,8 +14,12 @@ weight: -0.3}``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+import numpy as np
+
+from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.prompts import shown_demonstrations
 from hardcse.art.reward.terms import TermContext
 
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -77,3 +81,24 @@ def cue_word_negative(anchors: list[str], answers: list[str | None], kind: str, 
     negative weight."""
     pairs = zip(anchors, answers, strict=True)
     return [float(kind == "negative" and y is not None and bool(added_negations(x, y))) for x, y in pairs]
+
+
+def shortcut_flags(records: list[dict], generator: GeneratorConfig | None = None) -> dict[str, np.ndarray]:
+    """Per record (anchor, positive, negative; NaN where the answer is missing): 1.0 when its positive is a
+    deletion of its anchor (``positive_deletion``), when its negative adds a negation word
+    (``negative_added_negation``), and, with the ``generator`` config that prompted it (one with demonstrations),
+    when its KIND uses words of the demonstrations its prompt showed (``KIND_leak``); else 0.0."""
+
+    def flags(kind: str, shortcut: Callable[[str, str], object]) -> np.ndarray:
+        return np.array([np.nan if r[kind] is None else float(bool(shortcut(r["anchor"], r[kind]))) for r in records])
+
+    out = {
+        "positive_deletion": flags("positive", is_deletion),
+        "negative_added_negation": flags("negative", added_negations),
+    }
+    if generator is not None and generator.few_shot:
+        for kind in ("positive", "negative"):
+            out[f"{kind}_leak"] = flags(
+                kind, lambda x, y, k=kind: leaked_words(x, y, shown_demonstrations(x, k, generator), k)
+            )
+    return out

@@ -10,14 +10,22 @@ completions, is
     L = -mean_i 1/|o_i| sum_t [ min(rho_t A_i, clip(rho_t, 1 - eps_c, 1 + eps_c) A_i) - beta * D_t ]
     D_t = pi_ref / pi - log(pi_ref / pi) - 1                      (the unbiased k3 estimator of KL(pi || pi_ref))
 
-with rho_t = pi(o_t) / pi_old(o_t) and the reference the LM with the adapter disabled.
+with rho_t = pi(o_t) / pi_old(o_t) and the reference the LM with the adapter disabled. The loop that calls these
+is :mod:`hardcse.art.rl.loop`; a group is ``rl.group_size`` rows of one prompt (``RLConfig.rows_per_prompt``).
 """
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from hardcse.art.rl.policy import PolicyTrainer, Rollout, masked_mean
+import torch
+from torch import nn
+
+from hardcse.art.config import RLConfig
+from hardcse.art.rl.ppo import masked_mean
+
+if TYPE_CHECKING:
+    from hardcse.art.rl.loop import Rollout
 
 
 def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
@@ -55,24 +63,28 @@ def grpo_loss(
     return per_completion.mean(), masked_mean(clipped, mask), masked_mean(kl, mask)
 
 
-class GRPOTrainer(PolicyTrainer):
-    """GRPO on the LoRA policy; prompts come in groups of ``config.group_size`` identical rows."""
+class GRPO:
+    """GRPO's part of the loop: group-standardised advantages and the clipped loss with the k3 KL; no value head."""
 
-    LOSS_KEYS = ("policy_loss", "clipfrac", "entropy", "kl_token")
+    log_keys = ("policy_loss", "clipfrac", "entropy", "kl_token")  # averaged over minibatches
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        self.unit = self.config.group_size  # minibatches of whole groups (a group shares its prompt's prefix)
+    def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
+        self.config = config
 
-    def advantages(self, rollout: Rollout) -> None:
-        rollout.advantages = group_advantages(rollout.scores, self.config.group_size)
+    def parameters(self) -> list[nn.Parameter]:
+        return []
 
-    def minibatch_losses(
-        self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None = None
+    def values(self, hidden: torch.Tensor) -> None:
+        return None
+
+    def advantages(self, rollout: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return group_advantages(rollout.scores, self.config.group_size), {}
+
+    def losses(
+        self, rollout: Rollout, rows: torch.Tensor, logprobs: torch.Tensor, entropy: torch.Tensor, values: None
     ) -> dict[str, torch.Tensor]:
         mask = rollout.samples.response_mask[rows]
         old_logprobs = rollout.old_logprobs[rows]
-        logprobs, entropy, _ = self.outputs_for(rollout, rows, outputs)
         loss, clipfrac, kl = grpo_loss(
             logprobs,
             old_logprobs,
@@ -91,7 +103,7 @@ class GRPOTrainer(PolicyTrainer):
             "ratio": torch.exp(logprobs - old_logprobs) * mask,
         }
 
-    def step_stats(self, rollout: Rollout, n_prompts: int) -> dict:
+    def after_update(self, rollout: Rollout, n_prompts: int) -> dict:
         mask = rollout.samples.response_mask
         kl = k3_kl(rollout.old_logprobs, rollout.ref_logprobs) * mask
         spread = rollout.scores.view(-1, self.config.group_size).std(dim=1) if self.config.group_size > 1 else None
@@ -99,3 +111,12 @@ class GRPOTrainer(PolicyTrainer):
             "kl": float(kl.sum(dim=1).mean()),
             "reward_std_in_group": float(spread.mean()) if spread is not None else 0.0,
         }
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def meta(self) -> dict:
+        return {}
+
+    def load_state(self, state: dict, meta: dict) -> None:
+        pass

@@ -1,23 +1,28 @@
-"""PPO for a language model with a Python reward, written out because TRL removed its PPOTrainer.
+"""PPO for a language model with a Python reward (TRL removed its PPOTrainer): the maths and PPO's part of the loop.
 
 One episode = one prompt, one sampled response, one scalar score. Symbols as in Ziegler et al. (2019) and
 CleanRL: per-token reward r_t = -beta * (log pi(y_t) - log pi_ref(y_t)), plus the score at the last token;
-GAE with gamma and lambda; clipped surrogate policy loss and clipped value loss. The policy is the LM with a
-LoRA adapter, the reference the same LM with the adapter disabled, the value a linear head on the policy's
-last hidden state. The policy's forward, minibatches and update are shared with GRPO (:mod:`hardcse.art.rl.policy`).
+GAE with gamma and lambda; clipped surrogate policy loss and clipped value loss. The value V(s_t) is a linear head
+on the policy's last hidden state. The loop that calls these is :mod:`hardcse.art.rl.loop`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
-from peft import PeftModel
 from torch import nn
 
-from hardcse.art.config import GeneratorConfig, RLConfig
-from hardcse.art.generator.sampling import Samples
-from hardcse.art.rl.policy import PolicyTrainer, Rollout, masked_mean
+from hardcse.art.config import RLConfig
 from hardcse.distributed import mean_over_ranks
+
+if TYPE_CHECKING:
+    from hardcse.art.rl.loop import Rollout
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (x * mask).sum() / mask.sum().clamp(min=1)
 
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -91,41 +96,40 @@ class AdaptiveKLController:
         self.value *= 1 + error * n_steps / self.horizon
 
 
-class PPOTrainer(PolicyTrainer):
-    """PPO: the policy, a value head on its last hidden state, and the adaptive KL controller."""
+class PPO:
+    """PPO's part of the loop: a value head, the adaptive KL controller, GAE advantages and the clipped losses."""
 
-    LOSS_KEYS = ("policy_loss", "value_loss", "clipfrac", "entropy", "approx_kl")
-    has_values = True
+    log_keys = ("policy_loss", "value_loss", "clipfrac", "entropy", "approx_kl")  # averaged over minibatches
 
-    def __init__(self, model: PeftModel, tokenizer: object, generation: GeneratorConfig, config: RLConfig) -> None:
-        hidden = model.get_base_model().config.hidden_size
+    def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
+        self.config = config
         torch.manual_seed(config.seed)
-        self.value_head = nn.Linear(hidden, 1)
+        self.value_head = nn.Linear(hidden_size, 1)  # V(s_t), starting at 0 everywhere
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
-        self.value_head.to(model.device)
-        super().__init__(model, tokenizer, generation, config, list(self.value_head.parameters()))
+        self.value_head.to(device)
         self.kl = AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
 
-    def policy_outputs(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        logprobs, entropy, hidden = self.forward(samples)
-        return logprobs, entropy, self.value_head(hidden.float()).squeeze(-1)
+    def parameters(self) -> list[nn.Parameter]:
+        return list(self.value_head.parameters())
 
-    def advantages(self, rollout: Rollout) -> None:
-        """KL-shaped per-token rewards, GAE, optionally whitened advantages."""
+    def values(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.value_head(hidden.float()).squeeze(-1)
+
+    def advantages(self, rollout: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """KL-shaped per-token rewards, GAE, optionally whitened advantages; the returns and KL_t beside them."""
         mask = rollout.samples.response_mask
         rewards, kl = kl_shaped_rewards(rollout.scores, rollout.old_logprobs, rollout.ref_logprobs, mask, self.kl.value)
         advantages, returns = gae(rewards, rollout.old_values, mask, self.config.gamma, self.config.lam)
-        rollout.advantages = masked_whiten(advantages, mask) if self.config.whiten_advantages else advantages
-        rollout.extra = {"returns": returns, "kl": kl}
+        advantages = masked_whiten(advantages, mask) if self.config.whiten_advantages else advantages
+        return advantages, {"returns": returns, "kl": kl}
 
-    def minibatch_losses(
-        self, rollout: Rollout, rows: torch.Tensor, outputs: tuple | None = None
+    def losses(
+        self, rollout: Rollout, rows: torch.Tensor, logprobs: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor
     ) -> dict[str, torch.Tensor]:
-        """The PPO losses of one minibatch at the current policy (what the update minimises)."""
+        """The PPO losses of minibatch ``rows`` at the current policy (``loss`` is what the update minimises)."""
         mask = rollout.samples.response_mask[rows]
         old_logprobs = rollout.old_logprobs[rows]
-        logprobs, entropy, values = self.outputs_for(rollout, rows, outputs)
         pg_loss, clipfrac = clipped_policy_loss(
             logprobs, old_logprobs, rollout.advantages[rows], mask, self.config.cliprange
         )
@@ -142,19 +146,20 @@ class PPOTrainer(PolicyTrainer):
             "ratio": torch.exp(logprobs - old_logprobs) * mask,
         }
 
-    def step_stats(self, rollout: Rollout, n_prompts: int) -> dict:
-        mean_kl = mean_over_ranks({"kl": float(rollout.extra["kl"].sum(dim=1).mean())})["kl"]  # one controller
+    def after_update(self, rollout: Rollout, n_prompts: int) -> dict:
+        """The step's KL (every rank's mean: one controller), then beta's adaptive update."""
+        mean_kl = mean_over_ranks({"kl": float(rollout.extra["kl"].sum(dim=1).mean())})["kl"]
         if self.config.adaptive_kl:
             self.kl.update(mean_kl, n_prompts)
         return {"kl": mean_kl, "kl_coef": self.kl.value}
 
-    # ----- saving and resuming --------------------------------------------------------------------
-    def extra_state(self) -> dict:
+    # what a checkpoint keeps besides the adapter and the optimizer
+    def state_dict(self) -> dict:
         return {"value_head": self.value_head.state_dict()}
 
-    def extra_meta(self) -> dict:
+    def meta(self) -> dict:
         return {"kl_coef": self.kl.value}
 
-    def load_extra_state(self, state: dict, meta: dict) -> None:
+    def load_state(self, state: dict, meta: dict) -> None:
         self.value_head.load_state_dict(state["value_head"])
         self.kl.value = meta["kl_coef"]

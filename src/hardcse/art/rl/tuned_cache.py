@@ -22,24 +22,28 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
 
-from hardcse.art.analysis.plots import COMPLETIONS, RL_LOG
 from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import GENERATOR_FILE, source_digest
 from hardcse.art.reward.terms import term_code_digest
+from hardcse.art.rl.loop import saved_state_exists
+from hardcse.art.rl.rl_log import COMPLETIONS, RL_LOG, RLLog
 from hardcse.art.synthesis.anchors import anchors_for_step
-from hardcse.atomic import replace_dir
+from hardcse.atomic import recover_dir, replace_dir
 from hardcse.cache import environment_digest, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16
-from hardcse.distributed import world_size
+from hardcse.distributed import run_on_main, world_size
 from hardcse.engines import encoder_precision, resolve_engine
 from hardcse.fingerprint import files_digest
 from hardcse.machine import machine_kind
 from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
+
+log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 2  # bump when what a cached tuned generator holds changes
 # settings RL does not read (or that are keyed by their files); report_to: how the run is watched
@@ -117,8 +121,23 @@ def copy_generator(source: Path, target: Path) -> None:
 
 def start_from(kept: Path, checkpoint: Path, work_dir: Path) -> None:
     """A work folder that continues from the kept tuning ``kept``: its state becomes ``checkpoint`` and its RL log
-    and completions the work folder's (the tuned generator folder holds all of them, tuning.py's ``_finish``)."""
+    and completions the work folder's (the tuned generator folder holds all of them: ``RLLog.finish``)."""
     for name in (RL_LOG, COMPLETIONS):
         if (kept / name).is_file():
             shutil.copy2(kept / name, work_dir / name)
     copy_generator(kept, checkpoint)
+
+
+def continue_tuning(
+    entry: Path | None, config: TuneConfig, train_anchors: list[str], work_dir: Path, rl_log: RLLog
+) -> bool:
+    """Whether the tuning in ``work_dir`` continues from a checkpoint there: a killed run's, or (with a cache
+    ``entry``) a kept shorter tuning of the same inputs, which becomes the work folder's checkpoint and log here."""
+    checkpoint = work_dir / "checkpoint"
+    run_on_main(lambda: recover_dir(checkpoint))  # a kill mid-replacement leaves a complete checkpoint in place
+    prefix = None if entry is None or saved_state_exists(checkpoint) else kept_prefix(entry, config, train_anchors)
+    if prefix is not None:  # its first steps were tuned before on this machine
+        log.info("steps 1-%d of these inputs were kept in %s: RL continues from there", prefix[1], prefix[0])
+        run_on_main(lambda: start_from(prefix[0], checkpoint, work_dir))
+        rl_log.report_kept(work_dir)  # the kept steps' curves, then the new steps'
+    return saved_state_exists(checkpoint)

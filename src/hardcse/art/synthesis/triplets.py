@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig, TuneConfig
+from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig
 from hardcse.art.generator.parsing import Parsed, parse_response
 from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import row_seed
@@ -33,8 +33,6 @@ from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.triplets import write_triplets
 from hardcse.distributed import gather_objects, rank_share, run_on_main
-from hardcse.engines import select_engine
-from hardcse.errors import HardcseError
 
 
 @dataclass
@@ -186,60 +184,3 @@ def _add_mined_negatives(
 
 def _number(x: float) -> float | None:
     return None if not np.isfinite(x) else round(float(x), 5)
-
-
-def synthesis_run(
-    config: TuneConfig,
-    out: str | Path,
-    *,
-    generator: str | None = None,
-    anchors: str = "held-out",
-    limit: int | None = None,
-    on_error: str = "raise",
-    resume: bool = False,
-    overwrite: bool = False,
-) -> dict:
-    """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
-    ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
-    the synthesis report. The inputs that are not config are recorded in the manifest."""
-    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
-    from hardcse.art.synthesis.anchors import split_anchors
-    from hardcse.data.corpus import read_sentences
-    from hardcse.discriminator.nli import load_discriminator
-    from hardcse.encoder.build import load_encoder
-    from hardcse.resources import check_model_sources
-    from hardcse.run_folder import RunFolder
-
-    texts = (
-        split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
-    )
-    if limit is not None and limit < 1:
-        raise HardcseError(f"--limit {limit}: give a number of anchors of at least 1 (or leave it out for all)")
-    texts = texts[:limit] if limit else texts
-    if not texts:
-        raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
-    source = generator or config.generator.model
-    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate")
-    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
-    check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
-    with folder as run:
-        run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
-
-        def build(_: Path) -> None:
-            discriminator = load_discriminator(config.discriminator, config.device)
-            reward = Reward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
-            synthesize(
-                source,
-                texts,
-                config.generator,
-                reward,
-                config.filter,
-                run.dir,
-                decontamination=config.decontamination,
-                engine=config.engine,
-                cache_generations=config.reuse,
-            )
-
-        done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)
-        run.finish()
-    return json.loads(done.read_text(encoding="utf-8"))

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from hardcse.art.analysis.judge import shortcut_flags
 from hardcse.art.config import ArtRunConfig, GeneratorConfig
 from hardcse.art.reward.dual import TARGET_LABEL, Reward
+from hardcse.art.reward.shortcuts import shortcut_flags
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.data.jsonl import read_jsonl

@@ -1,0 +1,268 @@
+"""ART's RL update as one loop, read top to bottom (the shape of CleanRL's ``ppo.py``).
+
+:meth:`RLTrainer.step`: sample one response per prompt -> score it -> log pi_old (and V_old) and log pi_ref ->
+advantages -> K epochs of minibatch losses, each followed by ``optimizer.step()``. PPO and GRPO differ only in what
+their classes declare (:mod:`hardcse.art.rl.ppo`, :mod:`hardcse.art.rl.grpo`): a value head or none, the
+advantages, the losses and the numbers logged after the update; and in ``RLConfig.rows_per_prompt`` (GRPO samples
+each prompt G times, and its minibatches keep a prompt's rows together).
+
+The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
+in eval mode with dropout off (TRL does the same), so sampling and training compute one policy, and log pi_old comes
+from the very forward the first epoch's update runs over the same rows: before the first update the ratio
+pi / pi_old is exactly 1. Only the generated positions go through the LM head. Under several processes each rank
+samples and optimises its own rollouts and every update averages the gradients. With ``rl.gradient_checkpointing``
+the forwards that build a graph run the decoder in train mode (dropout is off, so the numbers are eval mode's),
+which is when transformers checkpoints its layers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from peft import PeftModel
+from torch import nn
+
+from hardcse.art.config import GeneratorConfig, RLConfig
+from hardcse.art.generator.model import save_generator
+from hardcse.art.generator.prefix import continue_rows, whole_rows
+from hardcse.art.generator.sampling import Samples, decoder_and_head, sample
+from hardcse.art.rl.grpo import GRPO
+from hardcse.art.rl.ppo import PPO
+from hardcse.distributed import all_ranks_true, average_gradients, world_size
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = {"ppo": PPO, "grpo": GRPO}
+
+# (texts of the responses, cut off at their token budget?) -> (scores, numbers to log); the caller's closure knows
+# the batch's anchors and kinds
+RewardFn = Callable[[list[str], list[bool]], tuple[np.ndarray, dict]]
+
+STATE_FILE = "rl_state"  # a checkpoint's rl_state.pt (optimizer, the algorithm's tensors) and rl_state.json
+
+
+@dataclass
+class Rollout:
+    """One step's samples and what the update reads of them, (B,) or (B, T) over the response tokens."""
+
+    samples: Samples
+    scores: torch.Tensor  # the reward of each response
+    old_logprobs: torch.Tensor  # log pi_old, by the update's own forward
+    old_values: torch.Tensor | None  # V_old; None without a value head
+    ref_logprobs: torch.Tensor  # log pi_ref (adapter disabled)
+    advantages: torch.Tensor | None = None
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)  # the algorithm's own (PPO: returns, KL_t)
+
+
+class RLTrainer:
+    """The LoRA policy, the algorithm's part (PPO or GRPO), one AdamW over both, and the step count."""
+
+    def __init__(self, model: PeftModel, tokenizer: object, generation: GeneratorConfig, config: RLConfig) -> None:
+        self.model, self.tokenizer, self.generation, self.config = model, tokenizer, generation, config
+        hidden_size = model.get_base_model().config.hidden_size
+        self.algorithm = ALGORITHMS[config.algorithm](config, hidden_size, model.device)
+        disable_dropout(model)
+        model.eval()
+        if config.gradient_checkpointing:
+            enable_checkpointing(model)
+        params = [p for p in model.parameters() if p.requires_grad] + self.algorithm.parameters()
+        self.optimizer = torch.optim.AdamW(params, lr=config.learning_rate)
+        self.step_count = 0
+        self.skipped_batches = 0
+
+    def step(
+        self,
+        prompts: Sequence[str],
+        groups: Sequence[Hashable],
+        score: RewardFn,
+        limits: Sequence[int] | None = None,
+    ) -> dict:
+        """One RL step on ``prompts`` (``groups``: rows that share a prompt prefix; ``limits``: each row's
+        new-token budget); returns the numbers to log (a skipped batch says so)."""
+        timings: dict[str, float] = {}
+        # 1. Rollout: one response per prompt from the current policy, scored by the reward
+        with self.timer(timings, "generation"):
+            samples = sample(self.model, self.tokenizer, prompts, self.generation, groups=groups, limits=limits)
+        with self.timer(timings, "scoring"):
+            scores, reward_stats = score(samples.texts, samples.truncated)
+        epochs = self.minibatches(len(samples.texts))  # each epoch's row partition (seeded by the step)
+
+        # 2. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows
+        with self.timer(timings, "policy_forward"):
+            old_logprobs, old_values, first_outputs = self.old_policy(samples, epochs[0])
+        # 3. log pi_ref: the same forward with the adapter disabled
+        with self.timer(timings, "reference"):
+            ref_logprobs = self.reference_logprobs(samples)
+        scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32), device=samples.response_mask.device)
+        rollout = Rollout(samples, scores_t, old_logprobs, old_values, ref_logprobs)
+
+        # 4. Advantages (PPO: KL-shaped rewards and GAE; GRPO: scores standardised within each group)
+        rollout.advantages, rollout.extra = self.algorithm.advantages(rollout)
+        self.step_count += 1
+        stats: dict = {"step": self.step_count, **reward_stats}
+        tensors = (rollout.scores, rollout.old_logprobs, rollout.ref_logprobs, rollout.advantages)
+        if not all_ranks_true(all(torch.isfinite(t).all() for t in tensors)):
+            self.skipped_batches += 1
+            log.warning("step %d: non-finite rollout values, batch skipped", self.step_count)
+            return {**stats, **timings, "skipped": True, "skipped_batches": self.skipped_batches}
+
+        # 5. K epochs of minibatch updates
+        logged: dict[str, list[float]] = {key: [] for key in self.algorithm.log_keys}
+        with self.timer(timings, "optimisation"):
+            for epoch, minibatches in enumerate(epochs):
+                for i, rows in enumerate(minibatches):
+                    # the first minibatch's outputs from step 2 still hold their graph, and nothing has changed
+                    # since: they are this update's forward (one forward saved a step)
+                    outputs = first_outputs if (epoch, i) == (0, 0) else self.policy_outputs(samples.select(rows))
+                    first_outputs = None
+                    losses = self.algorithm.losses(rollout, rows, *outputs)
+                    if self.update(losses["loss"]):
+                        for key in logged:
+                            logged[key].append(float(losses[key].detach()))
+        stats |= {key: float(np.mean(v)) if v else math.nan for key, v in logged.items()}
+
+        mask = samples.response_mask
+        return (
+            stats
+            | self.algorithm.after_update(rollout, len(prompts) * world_size())
+            | {
+                "score": float(rollout.scores.mean()),
+                "response_tokens": float(mask.sum(dim=1).mean()),
+                "truncated": float(np.mean(samples.truncated)),
+                "skipped": False,
+                "skipped_batches": self.skipped_batches,
+                **timings,
+            }
+        )
+
+    def update(self, loss: torch.Tensor) -> bool:
+        """One optimizer step with gradient clipping; False (and no step) for a non-finite loss."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if not all_ranks_true(torch.isfinite(loss)):  # every rank skips together (one rank's NaN: all skip)
+            self.skipped_batches += 1
+            log.warning("step %d: non-finite loss, minibatch skipped", self.step_count)
+            return False
+        loss.backward()
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        average_gradients(params)  # several processes: the gradients of every rank's rollouts
+        torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        self.optimizer.step()
+        return True
+
+    # ----- the forwards ------------------------------------------------------------------------------------------
+    def forward(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
+        sampling distribution softmax(logits / temperature)."""
+        decoder, head = decoder_and_head(self.model)
+        if self.config.gradient_checkpointing:
+            # every forward over whole prompts, not only the checkpointed ones: pi_old and pi are the same sums
+            decoder.train(torch.is_grad_enabled())
+            try:
+                hidden = whole_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+            finally:
+                decoder.train(False)
+        else:
+            hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+        # the LM head only where a response token is (a 49k-word head is a third of a forward), on a 2-d input:
+        # a 3-d one makes torch broadcast-copy the head's weight once per row
+        valid = samples.response_mask.bool()
+        logp_all = (head(hidden[valid]).float() / self.generation.sampling_temperature).log_softmax(-1)
+        logprobs = torch.zeros(valid.shape, dtype=logp_all.dtype, device=logp_all.device)
+        entropy = torch.zeros(valid.shape, dtype=logp_all.dtype, device=logp_all.device)
+        logprobs[valid] = torch.gather(logp_all, 1, samples.response_ids[valid].unsqueeze(-1)).squeeze(-1)
+        entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
+        return logprobs, entropy, hidden
+
+    def policy_outputs(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(log-probs, entropies, values or None): what an update differentiates."""
+        logprobs, entropy, hidden = self.forward(samples)
+        return logprobs, entropy, self.algorithm.values(hidden)
+
+    def old_policy(self, samples: Samples, minibatches: list[torch.Tensor]) -> tuple:
+        """(log pi_old, V_old or None, the first minibatch's outputs with their graph) over ``minibatches``."""
+        mask = samples.response_mask
+        logprobs, values, first = torch.zeros_like(mask), torch.zeros_like(mask), None
+        for i, rows in enumerate(minibatches):
+            with torch.set_grad_enabled(i == 0):
+                outputs = self.policy_outputs(samples.select(rows))
+            first = outputs if i == 0 else first
+            logprobs[rows] = outputs[0].detach()
+            if outputs[2] is not None:
+                values[rows] = outputs[2].detach()
+        return logprobs, (values * mask if first[2] is not None else None), first
+
+    @torch.no_grad()
+    def reference_logprobs(self, samples: Samples) -> torch.Tensor:
+        with self.model.disable_adapter():
+            return self.forward(samples)[0]
+
+    def minibatches(self, n: int) -> list[list[torch.Tensor]]:
+        """The row partition of each optimisation epoch of this step (seeded: a resumed step repeats it). Rows of
+        one prompt stay together (few prompt prefixes to compute per minibatch)."""
+        generator = torch.Generator().manual_seed(self.config.seed + self.step_count)
+        unit = self.config.rows_per_prompt
+        unit = unit if n % unit == 0 and self.config.minibatch_size % unit == 0 else 1
+
+        def shuffled_rows() -> torch.Tensor:
+            units = torch.randperm(n // unit, generator=generator)
+            return (units.unsqueeze(1) * unit + torch.arange(unit)).flatten()
+
+        device = self.model.device  # drawn on the CPU (the seeded generator), used where the rollout lives
+        return [list(shuffled_rows().to(device).split(self.config.minibatch_size)) for _ in range(self.config.epochs)]
+
+    @contextmanager
+    def timer(self, timings: dict[str, float], name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        if self.model.device.type == "cuda":  # GPU work is asynchronous: the phase ends when the GPU is done
+            torch.cuda.synchronize(self.model.device)
+        timings[f"{name}_s"] = time.perf_counter() - start
+
+    # ----- saving and resuming -----------------------------------------------------------------------------------
+    def save(self, path: str | Path, base_source: str) -> None:
+        """The adapter (a generator folder), the optimizer and the algorithm's state, the step count."""
+        path = Path(path)
+        save_generator(self.model, base_source, path)
+        torch.save({"optimizer": self.optimizer.state_dict(), **self.algorithm.state_dict()}, path / f"{STATE_FILE}.pt")
+        meta = {"algorithm": self.config.algorithm, "step": self.step_count, "skipped_batches": self.skipped_batches}
+        (path / f"{STATE_FILE}.json").write_text(json.dumps(meta | self.algorithm.meta()))
+
+    def load_state(self, path: str | Path) -> None:
+        """Restore what :meth:`save` wrote (the adapter is loaded with the model)."""
+        path = Path(path)
+        # on the CPU: the optimizer and the value head copy the tensors to their parameters' device
+        state = torch.load(path / f"{STATE_FILE}.pt", weights_only=True, map_location="cpu")
+        self.optimizer.load_state_dict(state["optimizer"])
+        meta = json.loads((path / f"{STATE_FILE}.json").read_text())
+        self.step_count = meta["step"]
+        self.skipped_batches = meta["skipped_batches"]
+        self.algorithm.load_state(state, meta)
+
+
+def saved_state_exists(path: Path) -> bool:
+    return (path / f"{STATE_FILE}.json").is_file()
+
+
+def disable_dropout(model: nn.Module) -> None:
+    """Every dropout (LoRA's included) to p = 0, so sampling and training forwards compute the same policy."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+
+
+def enable_checkpointing(model: nn.Module) -> None:
+    """Transformers' layer checkpointing, non-reentrant (the LoRA weights get gradients though the layers'
+    inputs need none); ``activation_checkpointing_enable`` from transformers 5.2x, its older name before."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable({"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
