@@ -4,8 +4,9 @@ that is its negative are never kept (issue 41)."""
 import pytest
 
 from hardcse.art.config import FilterConfig
+from hardcse.art.reward.dual import judged
 from hardcse.art.reward.shortcuts import word_overlap
-from hardcse.art.synthesis.filter import drop_reason, judged
+from hardcse.art.synthesis.filter import drop_reason
 from hardcse.config import ConfigValueError
 
 ENTAILED, NEUTRAL, CONTRADICTED = [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]
@@ -21,10 +22,15 @@ def record(positive_probs, negative_probs, positive="A man plays a guitar.", neg
 
 
 def test_argmax_is_the_predicted_label_and_a_margin_asks_for_more():
-    assert judged(ENTAILED, "entailment", 0.0) and not judged(ENTAILED, "contradiction", 0.0)
-    assert judged([0.34, 0.33, 0.33], "entailment", 0.0)  # predicted, however narrowly
-    assert not judged([0.34, 0.33, 0.33], "entailment", 0.05)  # 0.34 - 0.33 < 0.05
-    assert judged([0.5, 0.44, 0.06], "entailment", 0.05) and not judged([0.5, 0.46, 0.04], "entailment", 0.05)
+    entailment, contradiction = 0, 2
+    assert judged(ENTAILED, entailment)[0] and not judged(ENTAILED, contradiction)[0]
+    assert judged([0.34, 0.33, 0.33], entailment)[0]  # predicted, however narrowly
+    assert not judged([0.34, 0.33, 0.33], entailment, 0.05)[0]  # 0.34 - 0.33 < 0.05
+    assert judged([0.5, 0.44, 0.06], entailment, 0.05)[0] and not judged([0.5, 0.46, 0.04], entailment, 0.05)[0]
+    # rows at once, a NaN row (a rejected answer) never judged
+    nan = float("nan")
+    assert judged([ENTAILED, CONTRADICTED, [nan] * 3], entailment).tolist() == [True, False, False]
+    assert judged([ENTAILED, [nan] * 3], entailment, 0.05).tolist() == [True, False]
 
 
 def test_the_papers_rule_keeps_only_judged_pairs():

@@ -202,7 +202,7 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     shares = [log[0][f"share_{name}"] for name in ("format", "r1", "r2", "length")]
     assert sum(shares) == pytest.approx(1.0)
     # every key the log has of its own is one a term's name cannot overwrite (NAME, reward_NAME, share_NAME)
-    from hardcse.art.reward.terms import RESERVED_NAMES
+    from hardcse.art.log_keys import RESERVED_NAMES
 
     own = set(log[0]) - {"length", "reward_length", "share_length"}
     guarded = RESERVED_NAMES | {k for k in own if k.startswith("reject_")}  # a term name cannot start reject_

@@ -10,6 +10,7 @@ import torch
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
+from hardcse.art.log_keys import RESERVED_NAMES
 from hardcse.art.rl.grpo import group_advantages, grpo_loss, k3_kl
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.ppo import (
@@ -151,6 +152,7 @@ def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_pa
     # PPO must get most of the way there from 0.079.
     assert after > 1.6 * before, (before, after)
     assert {"kl", "entropy", "clipfrac", "value_loss", "generation_s", "optimisation_s", "truncated"} <= set(stats)
+    assert set(stats) - {"mean_score"} <= RESERVED_NAMES  # the step's keys are the table's (no term may take one)
 
     # after training, the reference is still the adapter-free base model
     samples = sample(model, tokenizer, prompts[:4], GEN, groups=[0] * 4)
@@ -240,6 +242,7 @@ def test_grpo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_p
     assert after > 1.6 * before, (before, after)  # as PPO on the same toy problem
     assert {"kl", "entropy", "clipfrac", "reward_std_in_group", "generation_s", "optimisation_s"} <= set(stats)
     assert "value_loss" not in stats  # no value head
+    assert set(stats) - {"mean_score"} <= RESERVED_NAMES
     trainer.save(tmp_path / "gen", str(tiny_lm_dir))
     resumed = RLTrainer(load_generator(str(tmp_path / "gen"), GEN, trainable=True)[0], tokenizer, GEN, config)
     resumed.load_state(tmp_path / "gen")

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from hardcse.art.log_keys import DUAL_KEYS  # noqa: E402
 from hardcse.art.rl.rl_log import RL_LOG, term_names  # noqa: E402
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
 
@@ -40,7 +41,7 @@ def _ends(steps: list[dict]) -> tuple[int, list[dict], list[dict]]:
 
 def reward_formula(reward: dict) -> str:
     """The reward of a saved config in one line: ``0.5 x r1 + 0.5 x r2 - 4.0 x copy (`file.py:fn`)``."""
-    parts = [(reward["w1"], "r1"), (reward["w2"], "r2")] if reward.get("dual", True) else []
+    parts = list(zip((reward["w1"], reward["w2"]), DUAL_KEYS, strict=True)) if reward.get("dual", True) else []
     for term in reward.get("terms", []):
         parts.append((term["weight"], f"{term['name'] or term['fn'].rpartition(':')[2]} (`{term['fn']}`)"))
     text = " ".join(f"{'-' if w < 0 else '+'} {abs(w)} x {name}" for w, name in parts)

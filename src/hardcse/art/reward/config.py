@@ -21,7 +21,8 @@ class RewardTermConfig(Checked):
     name: str | None = None
 
     def check(self) -> None:
-        from hardcse.art.reward.terms import NAME_PATTERN, RESERVED_NAMES, load_term_function
+        from hardcse.art.log_keys import RESERVED_NAMES
+        from hardcse.art.reward.terms import NAME_PATTERN, load_term_function
 
         if not self.fn:
             raise ConfigValueError("fn", "give the term's function, package.module:function or file.py:function")

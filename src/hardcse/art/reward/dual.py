@@ -22,6 +22,7 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from hardcse.art.generator.parsing import Parsed
+from hardcse.art.log_keys import DUAL_KEYS
 from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.terms import Term, TermContext, evaluate_terms, load_term_function
 from hardcse.data.nli import LABEL_ID
@@ -29,6 +30,18 @@ from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import encode, pair_cosines
 
 TARGET_LABEL = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
+
+
+def judged(probs: Sequence[float] | np.ndarray, label: int, margin: float = 0.0) -> np.ndarray:
+    """Per row of P(entailment, neutral, contradiction) (one row or (n, 3); a NaN row: never), whether the
+    discriminator's predicted label is ``label``; with ``margin`` > 0, by at least that much over every other label.
+    At margin 0 a tie goes to the first of the tied labels (argmax)."""
+    p = np.atleast_2d(np.asarray(probs, dtype=float))
+    scored = np.isfinite(p).all(axis=1)
+    p = np.nan_to_num(p, nan=-1.0)
+    if margin == 0:
+        return scored & (np.argmax(p, axis=1) == label)
+    return scored & (p[:, label] - np.delete(p, label, axis=1).max(axis=1) >= margin)
 
 
 @dataclass
@@ -107,15 +120,18 @@ def reward_terms(config: RewardConfig) -> list[Term]:
             p_target = context.nli_probs[:, TARGET_LABEL[kind]]
             value = dual_reward(p_target, context.cosine, np.full(len(anchors), kind == "positive"), config)[k]
             if k == 2 and config.r2_gate == "judged":  # difficulty counts for an answer judged correct only
-                judged = np.argmax(np.nan_to_num(context.nli_probs, nan=-1.0), axis=1) == TARGET_LABEL[kind]
-                value = np.where(judged, value, 0.0)
+                value = np.where(judged(context.nli_probs, TARGET_LABEL[kind]), value, 0.0)
             return value
 
         return term
 
     r1, r2 = part(1), part(2)
 
-    terms = [Term("r1", config.w1, r1, "built-in"), Term("r2", config.w2, r2, "built-in")] if config.dual else []
+    dual = [
+        Term(key, weight, term, "built-in")
+        for key, weight, term in zip(DUAL_KEYS, (config.w1, config.w2), (r1, r2), strict=True)
+    ]
+    terms = dual if config.dual else []
     return terms + [Term(t.term_name, t.weight, load_term_function(t.fn), t.fn) for t in config.terms]
 
 

@@ -33,16 +33,6 @@ from hardcse.errors import HardcseError
 TermFn = Callable[[list[str], list[str | None], str, "TermContext"], Sequence[float]]
 TERM_PARAMETERS = "(anchors, answers, kind, context)"
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-# a term's name becomes the log keys NAME, reward_NAME and share_NAME, the record fields positive_NAME and
-# negative_NAME and the held-out measure NAME_parsed: names that would overwrite another key (or the built-in r1
-# and r2) are refused
-RESERVED_NAMES = frozenset(
-    "reward format parsed std parsed_std std_in_group positive negative p_target cosine parse_failure_rate "
-    "raw reason probs source kl kl_coef kl_token approx_kl entropy clipfrac value_loss policy_loss loss ratio "
-    "response_tokens returns score skipped skipped_batches step truncated r1 r2 "
-    # the RL step's timings (hardcse/art/rl/policy.py)
-    "generation_s scoring_s policy_forward_s reference_s optimisation_s".split()
-)
 
 
 @dataclass(frozen=True)

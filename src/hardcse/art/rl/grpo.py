@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from hardcse.art.config import RLConfig
+from hardcse.art.log_keys import MINIBATCH_KEYS
 from hardcse.art.rl.ppo import masked_mean
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def grpo_loss(
 class GRPO:
     """GRPO's part of the loop: group-standardised advantages and the clipped loss with the k3 KL; no value head."""
 
-    log_keys = ("policy_loss", "clipfrac", "entropy", "kl_token")  # averaged over minibatches
+    log_keys = MINIBATCH_KEYS["grpo"]  # averaged over the step's minibatches
 
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
         self.config = config

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from hardcse.art.config import RLConfig
+from hardcse.art.log_keys import MINIBATCH_KEYS
 from hardcse.distributed import mean_over_ranks
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class AdaptiveKLController:
 class PPO:
     """PPO's part of the loop: a value head, the adaptive KL controller, GAE advantages and the clipped losses."""
 
-    log_keys = ("policy_loss", "value_loss", "clipfrac", "entropy", "approx_kl")  # averaged over minibatches
+    log_keys = MINIBATCH_KEYS["ppo"]  # averaged over the step's minibatches
 
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
         self.config = config

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from hardcse.art.log_keys import DUAL_KEYS, DUAL_PARTS  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl, read_jsonl_log  # noqa: E402
 from hardcse.distributed import is_main  # noqa: E402
@@ -97,8 +98,7 @@ def _trim(log_path: Path, step_count: int) -> None:
 
 RL_CURVES = [
     ("reward", "mean reward"),
-    ("r1", "r1 (correctness)"),
-    ("r2", "r2 (difficulty)"),
+    *((part.key, f"{part.key} ({part.label})") for part in DUAL_PARTS),
     ("parse_failure_rate", "parse-failure rate"),
     ("reward_format", "reward share of invalid penalties"),
     ("reward_parsed", "reward of parsed answers"),
@@ -114,7 +114,7 @@ RL_CURVES = [
 def term_names(rows: list[dict]) -> list[str]:
     """The reward's terms an RL log holds (each logs share_NAME; a log from before terms, r1 and r2), in the
     reward's order: r1, r2, the config's."""
-    dual = [name for name in ("r1", "r2") if any(f"reward_{name}" in r for r in rows)]
+    dual = [name for name in DUAL_KEYS if any(f"reward_{name}" in r for r in rows)]
     names = dict.fromkeys([*dual, *(k.removeprefix("share_") for r in rows for k in r if k.startswith("share_"))])
     names.pop("format", None)
     return list(names)
@@ -129,7 +129,7 @@ def plot_rl_log(log_path: str | Path, png_path: str | Path) -> Path:
     panels = [(title, [key]) for key, title in RL_CURVES]
     panels[1:1] = [("reward by part (weighted)", ["reward_format", *(f"reward_{n}" for n in names)])] if names else []
     at = next(i for i, (_, keys) in enumerate(panels) if keys == ["parse_failure_rate"])
-    panels[at:at] = [(f"{n} (term, mean over parsed)", [n]) for n in names if n not in ("r1", "r2")]
+    panels[at:at] = [(f"{n} (term, mean over parsed)", [n]) for n in names if n not in DUAL_KEYS]
     panels = [(t, keys) for t, keys in panels if any(r.get(k) is not None for r in rows for k in keys)] or panels[:1]
     rows_of_panels = math.ceil(len(panels) / 3)
     fig, axes = plt.subplots(rows_of_panels, 3, figsize=(13, 3 * rows_of_panels), squeeze=False)

@@ -17,21 +17,11 @@ a generated negative (``negatives: both``) it must be mined and not labelled ent
 
 from __future__ import annotations
 
-import numpy as np
-
 from hardcse.art.config import FilterConfig
+from hardcse.art.reward.dual import TARGET_LABEL, judged
 from hardcse.art.reward.shortcuts import word_overlap
-from hardcse.data.nli import LABEL_ID
 
-
-def judged(probs: list[float], label: str, margin: float) -> bool:
-    """Whether ``label`` is the predicted label of ``probs`` (P(entailment, neutral, contradiction)) by at least
-    ``margin`` over every other label."""
-    p = np.asarray(probs, dtype=float)
-    target = LABEL_ID[label]
-    if margin == 0:
-        return int(np.argmax(p)) == target  # the predicted label (a tie goes to the first of the tied labels)
-    return bool(p[target] - np.delete(p, target).max() >= margin)
+POSITIVE, NEGATIVE = TARGET_LABEL["positive"], TARGET_LABEL["negative"]  # entailment, contradiction
 
 
 def drop_reason(record: dict, config: FilterConfig) -> str | None:
@@ -44,18 +34,18 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
     positive, negative = record["positive_probs"], record["negative_probs"]
     mined = record.get("negative_source") == "mined"
     if config.rule == "argmax":
-        if not judged(positive, "entailment", config.margin):
+        if not judged(positive, POSITIVE, config.margin)[0]:
             return "positive_not_entailed"
-        if not mined and not judged(negative, "contradiction", config.margin):
+        if not mined and not judged(negative, NEGATIVE, config.margin)[0]:
             return "negative_not_contradiction"
     else:
-        if positive[LABEL_ID["entailment"]] < config.min_entailment:
+        if positive[POSITIVE] < config.min_entailment:
             return "positive_not_entailed"
-        if not mined and negative[LABEL_ID["contradiction"]] < config.min_contradiction:
+        if not mined and negative[NEGATIVE] < config.min_contradiction:
             return "negative_not_contradiction"
-    if judged(negative, "entailment", 0.0):
+    if judged(negative, POSITIVE)[0]:  # a negative labelled entailment
         return "negative_entailed"
-    if "mined_negative" in record and judged(record["mined_negative_probs"], "entailment", 0.0):
+    if "mined_negative" in record and judged(record["mined_negative_probs"], POSITIVE)[0]:
         return "mined_negative_entailed"  # a second, mined negative (negatives: both) is not asked to contradict
     if word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
         return "positive_is_negative"
