@@ -15,10 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from hardcse.curriculum.task_order import anneal_task_order, greedy_task_order, random_task_order, tour_similarity
-from hardcse.machine import machine_record
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def synthetic_similarity(m: int, seed: int) -> np.ndarray:
@@ -61,25 +58,15 @@ def main() -> None:
         plan = json.loads(Path(args.plan).read_text())
         rows.append(measure(f"built-in collection ({args.plan})", np.array(plan["similarity"]), args.iterations))
     keys = list(rows[0])
-    when, machine = time.strftime("%Y-%m-%d"), machine_record()
     lines = [
-        "# Annealed task order: speed and tour quality",
-        "",
-        f"`python benchmarks/anneal_speed.py --tasks {args.tasks} --iterations {args.iterations}"
-        + (f" --plan {args.plan}`" if args.plan else "`"),
-        "",
-        machine_line(machine, when),
-        "",
         "Tour = sum of the similarities of neighbouring tasks around the cycle (higher is better).",
         "",
         "| " + " | ".join(keys) + " |",
         "|" + "---|" * len(keys),
         *("| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows),
+        "",
     ]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "anneal_speed.json").write_text(json.dumps({"date": when, "machine": machine, "rows": rows}, indent=2))
-    (RESULTS / "anneal_speed.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print(write_record("anneal_speed", "Annealed task order: speed and tour quality", lines, {"rows": rows}))
 
 
 if __name__ == "__main__":

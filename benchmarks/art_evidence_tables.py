@@ -12,7 +12,7 @@ from hardcse.evaluation.compare import Comparison, compare_groups, comparison_ma
 from hardcse.evaluation.results import Result, load_result
 from hardcse.run_folder import round_dirs
 from hardcse.stats import Interval
-from machine_line import machine_line
+from provenance import machine_line
 from record_assay import assayed, training_triplets
 
 BASELINE = "baseline-raw-llm"

@@ -22,10 +22,8 @@ from pathlib import Path
 from hardcse.art.analysis.judge import judge_table_markdown
 from hardcse.cli import main as hardcse
 from hardcse.data.jsonl import read_jsonl
-from hardcse.machine import machine_record
-from machine_line import machine_line
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 PARTS = ["generation_s", "scoring_s", "reference_s", "optimisation_s"]
 
 
@@ -76,10 +74,7 @@ def main() -> None:
     )
     first, last = steps[:5], steps[-5:]
     record = {
-        "command": "python " + " ".join(sys.argv),
         "cli": {k: "hardcse " + " ".join(v) for k, v in commands.items()},
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "tuning_seconds": round(seconds["tune"], 1),
         "mean_seconds_per_step": {k: round(v, 2) for k, v in per_step.items()},
         "reward_first5_last5": [
@@ -90,17 +85,10 @@ def main() -> None:
         "judged": named,
         "positives_identical_to_raw": same,
     }
-    RESULTS.mkdir(exist_ok=True)
-    results_name = "art_generator" + (f"-{args.tag}" if args.tag else "")
-    (RESULTS / f"{results_name}.json").write_text(json.dumps(record, indent=2))
     lines = [
-        f"# ART part 1: PPO speed and raw vs tuned generator ({record['date']})",
-        "",
-        f"`{record['command']}`, which runs:",
+        "It runs:",
         "",
         *[f"    {c}" for c in record["cli"].values()],
-        "",
-        machine_line(record["machine"]),
         "",
         f"30 PPO steps at batch 16: **{seconds['tune'] / 60:.1f} min** in all (model loading included; target 15 min).",
         "Mean seconds per step: " + ", ".join(f"{k} {v:.1f}" for k, v in per_step.items()) + ".",
@@ -117,8 +105,8 @@ def main() -> None:
         lines += [f"Examples, {name}:", ""]
         lines += [f"- x: {e['anchor']}<br>y+: {e['positive']}<br>y-: {e['negative']}" for e in r["examples"]]
         lines.append("")
-    (RESULTS / f"{results_name}.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+    name = "art_generator" + (f"-{args.tag}" if args.tag else "")
+    print(write_record(name, "ART part 1: PPO speed and raw vs tuned generator", lines, record))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
-from datetime import date
 from pathlib import Path
 
 from hardcse.art.analysis.heldout import compare_markdown, held_out_comparison
@@ -23,10 +21,7 @@ from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig
 from hardcse.config import load_config
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
-from hardcse.machine import machine_record
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def main() -> None:
@@ -51,25 +46,14 @@ def main() -> None:
     result = held_out_comparison(
         config, load_discriminator(discriminator), reward_encoder, str(tuned), work, args.anchors
     )
-    command = "python benchmarks/art_heldout.py " + " ".join(sys.argv[1:])
-    result |= {"command": command, "run": str(args.run), "round": args.round}
-    result |= {"date": str(date.today()), "machine": machine_record()}
-    RESULTS.mkdir(exist_ok=True)
-    name = f"art_heldout-{args.run.name}"
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = "\n".join(
-        [
-            f"# Raw vs tuned generator: `{args.run}` round {args.round}",
-            "",
-            f"`{command}`; judge `{result['judge']}`, cosines by `{result['cosine_encoder']}`.",
-            "",
-            machine_line(result["machine"], result["date"]),
-            "",
-            compare_markdown(result),
-            "",
-        ]
+    result |= {"run": str(args.run), "round": args.round}
+    text = write_record(
+        f"art_heldout-{args.run.name}",
+        f"Raw vs tuned generator: `{args.run}` round {args.round}",
+        [compare_markdown(result), ""],
+        result,
+        about=f"; judge `{result['judge']}`, cosines by `{result['cosine_encoder']}`.",
     )
-    (RESULTS / f"{name}.md").write_text(text)
     print(text)
 
 

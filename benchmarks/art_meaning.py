@@ -18,14 +18,11 @@ first and the last 5 steps. Writes benchmarks/results/art_meaning[-TAG].{json,md
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from engine_speed import cpu_flags
 from hardcse.art.analysis.heldout import compare_markdown, held_out_comparison
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.rl.tuning import RL_LOG, tune_run
@@ -33,8 +30,8 @@ from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 MEANING = ("p_target_parsed", "judged_correct", "r2_parsed", "reward_parsed", "parse_failure", "reward")
 DIAGNOSTICS = (
     "reward",
@@ -75,12 +72,9 @@ def step_seconds(log: list[dict]) -> float | None:
     return round(float(np.mean(totals)), 2) if totals else None
 
 
-def markdown(record: dict) -> str:
+def markdown(record: dict) -> list[str]:
+    """The page's lines under the record's header."""
     lines = [
-        "# Does RL teach meaning? Raw vs tuned generator on held-out anchors",
-        "",
-        f"`{record['command']}` ({record['date']}; CPU flags: {record['cpu_flags']}).",
-        "",
         "| config | RL | " + " | ".join(f"{m} (tuned - raw)" for m in MEANING) + " |",
         "|---|---|" + "---:|" * len(MEANING),
     ]
@@ -97,7 +91,7 @@ def markdown(record: dict) -> str:
         lines += ["| measure | first 5 | last 5 |", "|---|---:|---:|"]
         lines += [f"| {k} | {v['first']:.4f} | {v['last']:.4f} |" for k, v in run["rl"].items()]
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -138,17 +132,9 @@ def main() -> None:
         }
         changes = [f"{m} {heldout[m]['difference']['estimate']:+.3f}" for m in MEANING if heldout.get(m)]
         print(f"{name}: " + ", ".join(changes), flush=True)
-    record = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "cpu_flags": cpu_flags(),
-        "overrides": args.overrides,
-        "runs": runs,
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"art_meaning{suffix}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (RESULTS / f"art_meaning{suffix}.md").write_text(markdown(record))
-    print(markdown(record))
+    record = {"overrides": args.overrides, "runs": runs}
+    title = "Does RL teach meaning? Raw vs tuned generator on held-out anchors"
+    print(write_record(f"art_meaning{suffix}", title, markdown(record), record))
 
 
 if __name__ == "__main__":

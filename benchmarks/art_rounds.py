@@ -52,7 +52,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.data.triplets import write_triplets
 from hardcse.run_folder import seeds as seed_keys
-from machine_line import (
+from provenance import (
     NLI_RECORD,
     code_line_by_seed,
     nli_line,
@@ -61,9 +61,9 @@ from machine_line import (
     refuse_mixed_nli,
     refuse_uncommitted_code,
 )
+from record import RESULTS, write_record
 from record_assay import assay_record, refuse_mixed_assays, training_triplets
 
-RESULTS = Path(__file__).parent / "results"
 RUNS = {
     name: f"configs/{name}.yaml"
     for name in (
@@ -157,7 +157,7 @@ def is_finished(folder: Path) -> bool:
     return manifest.is_file() and bool(json.loads(manifest.read_text())["runs"][-1].get("finished"))
 
 
-def write_record(run_dir: Path, record: Path) -> None:
+def keep_run(run_dir: Path, record: Path) -> None:
     """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place), with
     ``NLI_RECORD``: which NLI models the run used, by their weights' digest."""
     partial = record.with_name(record.name + ".partial")
@@ -279,7 +279,7 @@ def main() -> None:
                 folder = run_folder(runs_dir, name, seed)
                 resume = ["--resume"] if (folder / "config.yaml").is_file() else []
                 run(["art", "run", "--config", RUNS[name], "--out", str(folder), *resume, *seed_overrides(name, seed)])
-                write_record(folder, record)
+                keep_run(folder, record)
             assay_run(record, runs_dir / "art-evidence-assay", args.train_seeds)
     # the tables read the records (a run folder is recorded when it finishes): every finished run, any session
     folders = [record_dir(*n) for n in names if is_finished(record_dir(*n))]
@@ -302,6 +302,9 @@ def assay_run(record: Path, work: Path, train_seeds: list[int]) -> None:
     assay_record(record.name, data, ASSAY, work, train_seeds, len(triplets), ASSAY_STEPS)
 
 
+TITLE = "ART's evidence on a 2-core CPU: adaptive rounds, baselines and ablations"
+
+
 def write_page(
     folders: list[Path],
     names: list[tuple[str, int]],
@@ -321,12 +324,10 @@ def write_page(
     metas = {f.name: json.loads((ASSAY / f"{f.name}.json").read_text("utf-8")) for f in folders}
     refuse_mixed_assays(metas, ASSAY)  # every assay ran one config (their commits are checked by seed below)
     assays = [a for meta in metas.values() for a in meta["assays"]]
-    # the records' own dates, not today's: a rebuild from the records is byte-identical on any day
     made = sorted({json.loads((f / "manifest.json").read_text(encoding="utf-8"))["created"][:10] for f in folders})
-    lines = [
-        f"# ART's evidence on a 2-core CPU: adaptive rounds, baselines and ablations ({', '.join(made)})",
-        "",
-        recorded_machines({f.name: f for f in folders}),  # the runs' own machines, never today's
+    # the records' own machines, NLI models and code, never today's
+    provenance = [
+        recorded_machines({f.name: f for f in folders}),
         nli_line(folders),
         # an error where runs, or assays, of other code would be compared within a seed (or assays of other configs)
         code_line_by_seed(
@@ -336,10 +337,8 @@ def write_page(
                 if (kept := [f for f in folders if seed_of(f) == seed])
             }
         ),
-        "",
-        "Commands:",
-        "",
-        "```",
+    ]
+    commands = [
         *(
             " ".join(["hardcse art run --config", RUNS[n], "--out", str(run_folder(Path("runs"), n, s))])
             + "".join(f" {o}" for o in seed_overrides(n, s))
@@ -347,8 +346,8 @@ def write_page(
             if is_finished(record_dir(n, s))
         ),
         rebuild_command(only, seeds, train_seeds, page) + "   # this file",
-        "```",
-        "",
+    ]
+    lines = [
         *answer_lines(assay, comparison),
         *assay_lines(assay, train_seeds, ASSAY_STEPS, assays, {name: meta["rows"] for name, meta in metas.items()}),
         *evidence_lines(folders, comparison, EVIDENCE / ("evidence.png" if page == PAGE else f"{page}.png")),
@@ -363,8 +362,11 @@ def write_page(
             shutil.copy2(png, EVIDENCE / f"{folder.name}-{png.name}")
         report = report.replace("](plots/", f"]({EVIDENCE.name}/{folder.name}-").replace("\n## ", "\n### ")
         lines += [report.replace("# ART run", "## ART run", 1), ""]
-    (RESULTS / f"{page}.md").write_text("\n".join(lines), encoding="utf-8")
-    print("\n".join(lines[: 12 + len(folders)]))
+    # the records' own dates in the title, not today's: a rebuild from the records is byte-identical on any day
+    text = write_record(
+        page, TITLE, lines, command=commands, machine=provenance, date=", ".join(made), machine_first=True
+    )
+    print("\n".join(text.splitlines()[: 12 + len(folders)]))
 
 
 DEFAULT_SEED = 42

@@ -23,11 +23,9 @@ import platform
 import subprocess
 import sys
 import tempfile
-from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
 BEFORE = "9a34d62"
 PHASES = ("generation_s", "scoring_s", "policy_forward_s", "reference_s", "optimisation_s")
 
@@ -125,18 +123,10 @@ def random_discriminator(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
-def markdown(result: dict) -> str:
-    from machine_line import machine_line  # not at the top: the before side imports this file with its own hardcse
-
+def markdown(result: dict) -> list[str]:
+    """The page's lines under the record's header."""
     before, after = result["before"], result
     lines = [
-        "# ART speed on this machine (2 cores)",
-        "",
-        f"`{result['command']}`, {result['platform']}. Before = commit `{result['before_commit']}`; after = this "
-        "tree. Both sides ran one after the other in the same run, nothing else on the machine.",
-        "",
-        machine_line(result["machine"], result["date"]),
-        "",
         "| | before | after | target |",
         "|---|---:|---:|---:|",
         f"| synthesis, generated tokens/s | {before['synthesis_tokens_per_second']} "
@@ -165,7 +155,7 @@ def markdown(result: dict) -> str:
         "1 before the first update).",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -192,21 +182,18 @@ def main() -> None:
             (tmp / name / "nli").symlink_to(tmp / "nli")
         after = side(REPO, tmp / "after", args, "ppo", args.rl_batch, args.rl_minibatch)
         after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo", args.rl_batch, args.rl_minibatch)
-    from hardcse.machine import machine_record
+    from record import write_record  # not at the top: the before side imports this file with its own hardcse
 
-    command = "python benchmarks/art_speed.py " + " ".join(sys.argv[1:])
-    result = after | {
-        "before": before,
-        "before_commit": args.before,
-        "command": command.strip(),
-        "platform": platform.platform(),
-        "date": str(date.today()),
-        "machine": machine_record(),
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "art_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "art_speed.md").write_text(markdown(result))
-    print(markdown(result))
+    result = after | {"before": before, "before_commit": args.before, "platform": platform.platform()}
+    text = write_record(
+        "art_speed",
+        "ART speed on this machine (2 cores)",
+        markdown(result),
+        result,
+        about=f", {result['platform']}. Before = commit `{args.before}`; after = this tree. Both sides ran one after "
+        "the other in the same run, nothing else on the machine.",
+    )
+    print(text)
 
 
 if __name__ == "__main__":

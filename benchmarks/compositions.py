@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hardcse.cli import main as hardcse
 from hardcse.evaluation.results import last_round_eval_path
-from machine_line import recorded_runs
+from provenance import recorded_runs
 from seeded import RESULTS, keep_record
 
 BENCH = "compositions"

@@ -20,8 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
-
 DRAW = """
 import json, os, sys, threading, time
 from hardcse.art.synthesis.anchors import split_anchors
@@ -76,8 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
-    from hardcse.machine import machine_record
-    from machine_line import machine_line
+    from record import write_record
 
     config = load_config(ArtRunConfig, "configs/cpu-full.yaml")
     per_round = config.synthesis_anchors + config.rl.steps * config.rl.anchors_per_step
@@ -93,14 +90,7 @@ def main() -> None:
         measured = draw({**anchors, "corpus": str(corpus), "max_anchors": max_anchors})
         rows.append({"corpus": corpus.name, "max_anchors": max_anchors, **measured})
         print(rows[-1], flush=True)
-    command = f"python benchmarks/corpus_scale.py --sentences {args.sentences}"
-    when, machine = time.strftime("%Y-%m-%d"), machine_record()
     lines = [
-        f"# Anchors from a {args.sentences:,}-sentence corpus\n",
-        f"`{command}` ({txt.stat().st_size / 2**20:.0f} MiB text, made in {made:.0f} s; configs/cpu-full.yaml "
-        f"needs {need:,} anchors: {config.rounds} rounds x ({config.synthesis_anchors} synthesis + "
-        f"{config.rl.steps * config.rl.anchors_per_step} RL) + {config.anchors.held_out} held out)\n",
-        f"{machine_line(machine, when)}\n",
         "| corpus | anchors.max_anchors | anchors drawn | seconds | peak memory added by the draw (MiB) |",
         "|---|---:|---:|---:|---:|",
         *(
@@ -111,12 +101,18 @@ def main() -> None:
         "",
         f"The process holds {rows[0]['imports_mib']:,} MiB after importing hardcse (torch, transformers) before any "
         "draw; the added peak is resident memory sampled every 5 ms during the draw, minus that.",
+        "",
     ]
-    RESULTS.mkdir(exist_ok=True)
-    record = {"command": command, "date": when, "machine": machine, "need": need, "rows": rows}
-    (RESULTS / "corpus_scale.json").write_text(json.dumps(record, indent=2))
-    (RESULTS / "corpus_scale.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = write_record(
+        "corpus_scale",
+        f"Anchors from a {args.sentences:,}-sentence corpus",
+        lines,
+        {"need": need, "rows": rows},
+        about=f" ({txt.stat().st_size / 2**20:.0f} MiB text, made in {made:.0f} s; configs/cpu-full.yaml needs "
+        f"{need:,} anchors: {config.rounds} rounds x ({config.synthesis_anchors} synthesis + "
+        f"{config.rl.steps * config.rl.anchors_per_step} RL) + {config.anchors.held_out} held out)",
+    )
+    print(text)
 
 
 if __name__ == "__main__":

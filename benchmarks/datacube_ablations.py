@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from machine_line import recorded_runs
+from provenance import recorded_runs
 from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "datacube"

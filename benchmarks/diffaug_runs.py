@@ -29,7 +29,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
-from machine_line import recorded_runs
+from provenance import recorded_runs
 from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "diffaug"

@@ -14,15 +14,12 @@ the first evaluation's weights every time) and picked another step.
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
-from datetime import date
 from pathlib import Path
 
-from hardcse.machine import machine_record
+from record import RESULTS, write_record
 
-RESULTS = Path(__file__).parent / "results"
 # the raw-LLM baseline's round-1 triplets of issue 28's seed-42 run (round 1's synthesis was not withdrawn), kept
 # here when that run's record went
 TRIPLETS = RESULTS / "engine_selection" / "triplets.csv"
@@ -51,16 +48,7 @@ def main() -> None:
         test = json.loads((out / "eval.json").read_text(encoding="utf-8"))["scores"]["STS-B"]
         history = [round(h["dev"], 3) for h in training["dev_history"]]
         rows[engine] = (history, training["best_step"], round(test, 2))
-    machine = machine_record()
     lines = [
-        "# In-run checkpoint selection under both engines (issue 40)",
-        "",
-        f"`{shlex.join(['python', 'benchmarks/engine_selection.py', *sys.argv[1:]])}`, {date.today()}, "
-        f"{machine['cpu']}, {machine['cores']} cores, flags {' '.join(machine['cpu_flags'])}; each engine: "
-        f"`HARDCSE_ENGINE=ENGINE hardcse simcse train --config simcse-sup --data "
-        f"{TRIPLETS.relative_to(RESULTS.parent.parent)} --out OUT {' '.join(OVERRIDES)}` (OpenVINO at auto "
-        "precision: bfloat16 where the CPU has it).",
-        "",
         "| engine | in-run STS-B dev, steps 1-5 | best step | saved model, STS-B test |",
         "|---|---|---:|---:|",
         *(f"| {e} | {', '.join(f'{d:.3f}' for d in h)} | {b} | {t:.2f} |" for e, (h, b, t) in rows.items()),
@@ -68,9 +56,17 @@ def main() -> None:
         "Before the fix (issue 40, same command): torch 87.157, 87.087, 86.899, 86.781, 86.706, best step 1, test "
         "82.58; OpenVINO 87.157, 87.158, 87.157, 87.165, 87.160 (the first evaluation's weights every time), best "
         "step 4, test 81.98.",
+        "",
     ]
-    (RESULTS / "engine_selection.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    text = write_record(
+        "engine_selection",
+        "In-run checkpoint selection under both engines (issue 40)",
+        lines,
+        about="; each engine: `HARDCSE_ENGINE=ENGINE hardcse simcse train --config simcse-sup --data "
+        f"{TRIPLETS.relative_to(RESULTS.parent.parent)} --out OUT {' '.join(OVERRIDES)}` (OpenVINO at auto "
+        "precision: bfloat16 where the CPU has it).",
+    )
+    print(text)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results"
 sys.path.insert(0, str(REPO / "benchmarks"))
+from record import RESULTS  # noqa: E402
 
 PLAIN_EVAL = """
 import sys, time
@@ -62,12 +62,6 @@ for t in tasks:
     cos = [float(vectors[a] @ vectors[b]) for a, b in zip(t.sentences1, t.sentences2)]
     print(t.name, round(spearmanr(cos, t.scores).statistic * 100, 2))
 """
-
-
-def cpu_flags() -> str:
-    flags = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni")
-    return " ".join(f for f in wanted if f" {f}" in flags)
 
 
 def wall(argv: list[str]) -> float:
@@ -113,13 +107,13 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
 
 def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
     import torch
+    from hardcse.art.rl.policy import PolicyTrainer
 
     from hardcse.art.generator.model import load_generator, save_generator
     from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.sampling import generation_eos_ids
     from hardcse.art.generator.stopping import stop_ids
-    from hardcse.art.rl.policy import PolicyTrainer
     from hardcse.resources import resolve_model
 
     generation = config.generator
@@ -275,13 +269,9 @@ def _runs(runs: dict) -> str:
     return "; ".join(f"{', '.join(parts)}: `{command}` ({date})" for (command, date), parts in made.items())
 
 
-def markdown(r: dict) -> str:
+def markdown(r: dict) -> list[str]:
+    """The page's lines under the record's header."""
     lines = [
-        "# Inference engines: PyTorch and OpenVINO on this machine (2 cores)",
-        "",
-        f"{r['platform']}, CPU flags: {r['cpu_flags']}. Each part ran in one process, one setting after the other, "
-        "nothing else on the machine: " + _runs(r["runs"]) + ".",
-        "",
         "## Synthesis (bundled SmolLM2-135M, 40 new tokens, temperature 0.8, the whole stage)",
         "",
         "| engine | precision | weights | rows a batch | tokens/s | x the first row | export s (once a model) |",
@@ -344,7 +334,7 @@ def markdown(r: dict) -> str:
             f"| {key} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | "
             f"{diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]{verdict} |"
         )
-    return "\n".join(lines) + "\n"
+    return [*lines, ""]
 
 
 PARTS = ("synthesis", "rollouts", "evaluation", "trained", "processes", "agreement")
@@ -382,12 +372,16 @@ def main() -> None:
         ("openvino", "float32", "float", 256),
         ("openvino", "auto", "int8", 256),
     ]
+    from provenance import machine_line
+    from record import stamp, write_record
+
     record_file = RESULTS / "engine_speed.json"
-    result = json.loads(record_file.read_text()) if record_file.is_file() else {}
-    command = ("python benchmarks/engine_speed.py " + " ".join(sys.argv[1:])).strip()
-    when = {"command": command, "date": time.strftime("%Y-%m-%d"), "platform": platform.platform()}
+    # the parts this run does not measure are kept from the record, each with the command, date and machine of its run
+    kept = json.loads(record_file.read_text()) if record_file.is_file() else {}
+    result = {k: v for k, v in kept.items() if k not in ("command", "date", "machine", "cpu_flags", "platform")}
+    made = stamp()
+    when = {"command": made["command"], "date": made["date"], "machine": machine_line(made["machine"])}
     result["runs"] = {**result.get("runs", {}), **{part: when for part in args.parts}}
-    result |= {"cpu_flags": cpu_flags(), "command": command, "date": when["date"], "platform": when["platform"]}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         random_discriminator(work / "nli")
@@ -408,10 +402,16 @@ def main() -> None:
             result["agreement"] = agreement(
                 config, held_out[: args.agreement_anchors], parts, work, args.greedy_prompts
             )
-    RESULTS.mkdir(exist_ok=True)
-    record_file.write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "engine_speed.md").write_text(markdown(result))
-    print(markdown(result))
+    text = write_record(
+        "engine_speed",
+        "Inference engines: PyTorch and OpenVINO on this machine (2 cores)",
+        markdown(result),
+        result | {"platform": platform.platform()},
+        about=". Each part ran in one process, one setting after the other, nothing else on the machine: "
+        + _runs(result["runs"])
+        + ".",
+    )
+    print(text)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,7 @@ recorded; they must agree to 0.01. Writes benchmarks/results/eval_speed.{json,md
 """
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
@@ -19,11 +16,8 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.encoder.build import load_encoder
 from hardcse.evaluation.sts import evaluate_sts
-from hardcse.machine import machine_record
 from hardcse.report.tables import sts_table_markdown
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def baseline(model_source: str) -> tuple[dict[str, float], float, float]:
@@ -60,9 +54,6 @@ def main() -> None:
     total = time.perf_counter() - start
     rows = {"hardcse eval": {**result.scores, "avg7": result.average}}
     record = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "model": args.model,
         "n_sentences": result.n_sentences,
         "hardcse_seconds_total": round(total, 1),
@@ -81,14 +72,8 @@ def main() -> None:
             "baseline_scores": scores,
             "max_abs_difference": max(abs(scores[t] - result.scores[t]) for t in ALL_TASKS),
         }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "eval_speed.json").write_text(json.dumps(record, indent=2))
     lines = [
-        f"# STS suite wall time ({record['date']})",
-        "",
-        f"`{record['command']}`",
-        "",
-        f"{machine_line(record['machine'])} Model `{args.model}`; {result.n_sentences} distinct sentences.",
+        f"Model `{args.model}`; {result.n_sentences} distinct sentences.",
         "",
         f"- hardcse eval, whole run (load, read, encode, score): **{total:.1f} s** (target: at most 60 s)",
     ]
@@ -99,8 +84,7 @@ def main() -> None:
             f"- largest score difference between the two: {record['max_abs_difference']:.4f}",
         ]
     lines += ["", sts_table_markdown(rows), ""]
-    (RESULTS / "eval_speed.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+    print(write_record("eval_speed", "STS suite wall time", lines, record))
 
 
 if __name__ == "__main__":

@@ -22,13 +22,11 @@ import argparse
 import collections
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from engine_speed import cpu_flags
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.parsing import REASONS, parse_response
 from hardcse.art.generator.prompts import KINDS, render_prompts
@@ -38,8 +36,8 @@ from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.stats import bootstrap_mean, paired_bootstrap
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 DEMO_A = {  # cpu-full's demonstration before this benchmark
     "anchor": "The committee approved the new budget after a long debate.",
     "positive": "After a lengthy discussion, the new budget was approved by the committee.",
@@ -127,17 +125,16 @@ def summary(measured: dict, reference: dict | None) -> dict:
     return out
 
 
-def markdown(record: dict) -> str:
+def markdown(record: dict) -> list[str]:
+    """The page's lines under the record's header."""
+
     def cell(i: dict) -> str:
         return f"{i['estimate']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
 
     lines = [
-        "# The raw generator's format on dev anchors",
-        "",
-        f"`{record['command']}` ({record['date']}; CPU flags: {record['cpu_flags']}); config `{record['config']}`,",
-        f"{record['anchors']} dev anchors (the last of the training split, never held-out ones), a positive and a "
-        "negative each, seeded per row; the paper's parser unchanged. Parse rates: 95% bootstrap intervals over "
-        "anchors; change vs `paper` paired over the same anchors (* excludes zero).",
+        f"Config `{record['config']}`, {record['anchors']} dev anchors (the last of the training split, never "
+        "held-out ones), a positive and a negative each, seeded per row; the paper's parser unchanged. Parse rates: "
+        "95% bootstrap intervals over anchors; change vs `paper` paired over the same anchors (* excludes zero).",
         "",
         "Set-ups:",
         "",
@@ -170,7 +167,7 @@ def markdown(record: dict) -> str:
         f"{record['engines'][0]}): `{record['chosen']}`.",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -201,9 +198,6 @@ def main() -> None:
                 print(f"{engine} T={temperature} {name}: {rates}, {s['tokens_per_row']} tokens/row", flush=True)
     first = results[args.engines[0]][str(args.temperatures[0])]
     record = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "cpu_flags": cpu_flags(),
         "config": args.config,
         "anchors": len(dev),
         "engines": args.engines,
@@ -213,13 +207,11 @@ def main() -> None:
         "results": results,
         "chosen": max(first, key=lambda name: first[name]["parse_rate"]),
     }
-    RESULTS.mkdir(exist_ok=True)
     name = "generator_format" + (f"-{args.tag}" if args.tag else "")
-    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (RESULTS / f"{name}.md").write_text(markdown(record))
+    text = write_record(name, "The raw generator's format on dev anchors", markdown(record), record)
     if args.keep_texts:
         args.keep_texts.write_text(json.dumps({"anchors": dev, "texts": texts}, indent=1))
-    print(markdown(record))
+    print(text)
 
 
 if __name__ == "__main__":

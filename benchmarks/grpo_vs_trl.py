@@ -19,12 +19,8 @@ import argparse
 import json
 import platform
 import statistics
-import sys
 import tempfile
-import time
 from pathlib import Path
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def main() -> None:
@@ -48,10 +44,9 @@ def main() -> None:
     from hardcse.devices import resolve_device
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
-    from hardcse.machine import machine_record
     from hardcse.resources import resolve_model
     from hardcse.training import StepTimer
-    from machine_line import machine_line
+    from record import this_command, write_record
 
     steps = args.steps + 1
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
@@ -128,10 +123,7 @@ def main() -> None:
     import trl as trl_module
 
     result = {
-        "command": "PYTHONPATH=/tmp/trl python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
         "platform": platform.platform(),
-        "machine": machine_record(),
         "cpu_bfloat16": dtype == torch.bfloat16,
         "trl_version": trl_module.__version__,
         "rollouts_per_step": 16,
@@ -140,25 +132,21 @@ def main() -> None:
         "hardcse_step_seconds_median": round(statistics.median(own), 2),
         "trl_step_seconds_median": round(statistics.median(trl), 2),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "grpo_vs_trl.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = "\n".join(
+    text = write_record(
+        "grpo_vs_trl",
+        "GRPO: hardcse's own vs TRL's GRPOTrainer (seconds per step of 16 rollouts)",
         [
-            "# GRPO: hardcse's own vs TRL's GRPOTrainer (seconds per step of 16 rollouts)",
-            "",
-            f"`{result['command']}`, {result['date']}, {result['platform']}, TRL {result['trl_version']}, "
-            f"generator in {'bfloat16' if result['cpu_bfloat16'] else 'float32'}.",
-            "",
-            machine_line(result["machine"]),
-            "",
             "| | median | steps |",
             "|---|---:|---|",
             f"| hardcse GRPO | **{result['hardcse_step_seconds_median']}** | {result['hardcse_step_seconds']} |",
             f"| TRL GRPOTrainer | **{result['trl_step_seconds_median']}** | {result['trl_step_seconds']} |",
             "",
-        ]
+        ],
+        result,
+        command=f"PYTHONPATH=/tmp/trl {this_command()}",
+        about=f", {result['platform']}, TRL {result['trl_version']}, generator in "
+        f"{'bfloat16' if result['cpu_bfloat16'] else 'float32'}.",
     )
-    (RESULTS / "grpo_vs_trl.md").write_text(text)
     print(text)
 
 

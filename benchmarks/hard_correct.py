@@ -30,7 +30,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from art_rounds import config_changes, config_seed_overrides, nli_models, run, write_record
+from art_rounds import config_changes, config_seed_overrides, keep_run, nli_models, run
 from hard_correct_tables import (
     GUARD_DROPPED,
     GUARDS,
@@ -47,10 +47,10 @@ from hardcse.config import load_config
 from hardcse.data.triplets import read_triplets, write_triplets
 from hardcse.evaluation.compare import compare_groups, write_comparison
 from hardcse.evaluation.results import Result
-from machine_line import machine_line, nli_line, recorded_runs
+from provenance import machine_line, nli_line, recorded_runs
+from record import RESULTS, write_record
 from record_assay import assay_record, assayed
 
-RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
 ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json
 ASSAY_STEPS = 9  # as art_rounds.py (270 rows at batch 32): fewer kept rows are seen more than once
@@ -171,7 +171,7 @@ def main() -> None:
                 run(
                     ["art", "run", "--config", VARIANTS[name][0], "--out", str(folder), *resume, *overrides(name, seed)]
                 )
-                write_record(folder, record)
+                keep_run(folder, record)
             if not (record / GUARD_DROPPED).is_file():  # records made before this file was: from their run folder
                 write_guard_dropped(folder, record)
     missing = [r for r in records if not (r / "round_1" / "triplets.csv").is_file()]
@@ -208,28 +208,28 @@ def main() -> None:
             f"{ASSAY.relative_to(RESULTS.parent.parent)}/NAME.json."
         ],
     )
-    lines = [
-        "# Hard and correct: ART's data variants at equal cost (issue 41)",
-        "",
-        f"`{command}` (runs, then the assay; add `--skip-runs` to rebuild this page and hard_correct_assay.* from "
-        "the records, which needs runs/nli-judge for the judge's table). One round a variant (module doc).",
-        "",
-        recorded_runs({r.name: r for r in records}),  # the runs' own, not today's
-        nli_line(records),
-        "",
-        *data_rows(records),
-        "",
-        *judged_rows(judged),
-        "",
-        *heldout_detail_rows(records),
-        "",
-        *answers(comparison, judged, records),
-        "",
-        "## The assay",
-        "",
-        assay_markdown.split("\n", 2)[2],  # write_comparison's page without its title
-    ]
-    (RESULTS / "hard_correct.md").write_text("\n".join(lines), encoding="utf-8")
+    write_record(
+        "hard_correct",
+        "Hard and correct: ART's data variants at equal cost (issue 41)",
+        [
+            *data_rows(records),
+            "",
+            *judged_rows(judged),
+            "",
+            *heldout_detail_rows(records),
+            "",
+            *answers(comparison, judged, records),
+            "",
+            "## The assay",
+            "",
+            assay_markdown.split("\n", 2)[2],  # write_comparison's page without its title
+        ],
+        command=command,
+        about=" (runs, then the assay; add `--skip-runs` to rebuild this page and hard_correct_assay.* from the "
+        "records, which needs runs/nli-judge for the judge's table). One round a variant (module doc).",
+        machine=[recorded_runs({r.name: r for r in records}), nli_line(records)],  # the runs' own, not today's
+        date=False,
+    )
 
 
 if __name__ == "__main__":

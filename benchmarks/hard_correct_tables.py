@@ -18,7 +18,7 @@ from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
 from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
-from machine_line import NLI_RECORD
+from provenance import NLI_RECORD
 
 GUARDS = ("negative_entailed", "mined_negative_entailed", "positive_is_negative")  # the filter's last checks
 GUARD_DROPPED = "round_1/guard_dropped.csv"  # a record's triplets that only GUARDS dropped

@@ -21,13 +21,12 @@ import argparse
 import json
 import shutil
 import sys
-from datetime import date
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.machine import machine_record
+from record import RESULTS, stamp, write_json
 
-RESULTS = Path(__file__).parent / "results" / "house_smoke.json"
+RECORD = RESULTS / "house_smoke.json"
 TASKS = "eval_tasks=[STS12, STS13, STS14, STS15, STS16, STS-B, SICK-R, STS-B-dev]"
 RUNS = {
     "art": ["art", "run", "--config", "configs/smoke.yaml", "keep_better_encoder=false"],
@@ -65,10 +64,10 @@ def main() -> None:
             after[name] = scores(out / "art-eval" / "eval.json")
         else:
             after[name] = scores(out / name / "eval.json")
-    recorded = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
-    recorded |= {"after": after, "after_command": "python " + " ".join(sys.argv)}
-    recorded |= {"after_date": str(date.today()), "after_machine": machine_record()}  # the "before" one's: not kept
-    RESULTS.write_text(json.dumps(recorded, indent=2) + "\n", encoding="utf-8")
+    recorded = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.is_file() else {}
+    # the "after" side's command, date and machine (the "before" one's: not kept)
+    recorded |= {"after": after, **{f"after_{key}": value for key, value in stamp().items()}}
+    write_json("house_smoke", recorded)
     for name, row in after.items():
         before = recorded.get("before", {}).get(name, {})
         gap = max((abs(row[k] - before[k]) for k in row if k in before), default=float("nan"))

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.machine import machine_record
-from machine_line import recorded_machines
+from provenance import recorded_machines
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 RUNS = {
     "art": ["art", "run", "--config", "smoke"],
     "datacube": ["datacube", "train", "--config", "datacube-smoke"],
@@ -90,19 +89,10 @@ def main() -> None:
         }
         if not args.compare_only:
             results[name]["minutes_for_both"] = round((time.perf_counter() - start) / 60, 1)
-    command = " ".join(["python", "benchmarks/identical_reruns.py", *sys.argv[1:]])
-    record = {"command": command, "date": time.strftime("%Y-%m-%d"), "results": results}
-    if not args.compare_only:  # with --compare-only the folders were made earlier: their manifests name the machine
-        record["machine"] = machine_record()
-    (RESULTS / "identical_reruns.json").write_text(json.dumps(record, indent=2) + "\n")
+    record = {"results": results}
+    if args.compare_only:  # the folders were made earlier: their manifests name the machine, not this one
+        record["machine"] = None
     lines = [
-        "# Identical reruns of the smoke configs",
-        "",
-        f"`{record['command']}`, {record['date']} (files that record time, and plots, are left out"
-        + ("; the folders were made by the same script without --compare-only)." if args.compare_only else ")."),
-        "",
-        recorded_machines({f"{name}/{copy}": out / name / copy for name in RUNS for copy in ("first", "second")}),
-        "",
         "| run | files compared | byte-identical | same but timings and folder name | differing |",
         "|---|---:|---:|---:|---|",
     ]
@@ -112,8 +102,18 @@ def main() -> None:
             f"| `{r['command']}` | {r['files_compared']} | {r['byte_identical']} | {timing_only} | "
             f"{', '.join(r['differing']) or 'none'} |"
         )
-    (RESULTS / "identical_reruns.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = write_record(
+        "identical_reruns",
+        "Identical reruns of the smoke configs",
+        [*lines, ""],
+        record,
+        about=" (files that record time, and plots, are left out"
+        + ("; the folders were made by the same script without --compare-only)." if args.compare_only else ")."),
+        machine=recorded_machines(
+            {f"{name}/{copy}": out / name / copy for name in RUNS for copy in ("first", "second")}
+        ),
+    )
+    print(text)
     if any(r["differing"] for r in results.values()):
         sys.exit("some outputs differ")
 

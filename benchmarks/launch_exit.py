@@ -15,16 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from engine_speed import cpu_flags
+from record import RESULTS, stamp, write_json, write_record
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+ROOT = RESULTS.parents[1]
 TEST = "tests/test_multiprocess.py::test_two_process_nli_training"
 ABORT = "terminate called"
 
@@ -69,6 +67,7 @@ def main() -> None:
     finally:
         for process in busy:
             process.kill()
+    made = stamp()
     record = {
         "label": args.label,
         "commit": commit(tree),
@@ -76,20 +75,17 @@ def main() -> None:
         "busy_loops": args.busy,
         **{k: outcomes.count(k) for k in ("passed", "aborted", "failed")},
         "minutes": round((time.perf_counter() - start) / 60, 1),
-        "command": "python benchmarks/launch_exit.py " + shlex.join(sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d"),
-        "cpu_flags": cpu_flags(),
-        "cores": os.cpu_count(),
+        # the table's columns: each row names its own command, date and machine (cores and CPU flags)
+        "command": made["command"],
+        "date": made["date"],
+        "cpu_flags": " ".join(made["machine"]["cpu_flags"]),
+        "cores": made["machine"]["cores"],
+        "machine": made["machine"],
     }
     path = RESULTS / "launch_exit.json"
     records = json.loads(path.read_text()) if path.is_file() else []
     records.append(record)
-    path.write_text(json.dumps(records, indent=2) + "\n")
     lines = [
-        "# A launched 2-process CPU command's exit, run after run",
-        "",
-        f"`{TEST}` run N times in a row (`python benchmarks/launch_exit.py`, whose docstring explains the options).",
-        "",
         "| code | commit | runs | busy loops | passed | aborted | other failures | minutes | date "
         "| cores, CPU flags | command |",
         "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
@@ -99,7 +95,17 @@ def main() -> None:
             f"| {r['label']} | {r['commit']} | {r['runs']} | {r['busy_loops']} | {r['passed']} | {r['aborted']} | "
             f"{r['failed']} | {r['minutes']} | {r['date']} | {r['cores']}: {r['cpu_flags']} | `{r['command']}` |"
         )
-    (RESULTS / "launch_exit.md").write_text("\n".join(lines) + "\n")
+    write_record(
+        "launch_exit",
+        "A launched 2-process CPU command's exit, run after run",
+        [*lines, ""],
+        command="python benchmarks/launch_exit.py",
+        about=f" (its docstring explains the options) runs `{TEST}` N times in a row; a row a call, with the command "
+        "it ran.",
+        machine="Machine: per row, in the table's date and cores, CPU flags columns.",
+        date=False,
+    )
+    write_json("launch_exit", records)  # one record a call, each with its own command, date and machine
     print(json.dumps(record))
 
 

@@ -9,19 +9,16 @@ commit, minutes, counts) and make_times.json; README's figures cite it.
 """
 
 import argparse
-import json
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
-from hardcse.machine import machine_record
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 SUMMARY = re.compile(r"(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s")
 
 
@@ -52,10 +49,7 @@ def main() -> None:
         found = SUMMARY.findall(output)
         passed, skipped, pytest_seconds = found[-1] if found else ("?", "0", "nan")
         result = {
-            "command": shlex.join(["python", "benchmarks/make_times.py", *sys.argv[1:]]),
-            "date": str(date.today()),
             "commit": commit,
-            "machine": machine_record(),
             "make_test_minutes": round(test_minutes, 1),
             "pytest_minutes": round(float(pytest_seconds) / 60, 1),
             "passed": int(passed) if passed.isdigit() else None,
@@ -64,13 +58,7 @@ def main() -> None:
         if not args.skip_demo:
             env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "cache")}  # a first run's conversion and exports
             result["make_demo_minutes"] = round(timed(["make", "demo"], clone, env)[0], 1)
-    machine = result["machine"]
     lines = [
-        "# README's two commands, timed from a fresh clone",
-        "",
-        f"`{result['command']}`, {result['date']}, commit {commit[:10]}, {machine['cpu']}, {machine['cores']} cores, "
-        f"flags {' '.join(machine['cpu_flags'])}, alone on the cores.",
-        "",
         "| command | minutes | what |",
         "|---|---:|---|",
         f"| `make test` | {result['make_test_minutes']} | install, lint, {result['passed']} passed and "
@@ -80,9 +68,8 @@ def main() -> None:
         lines.append(
             f"| `make demo` | {result['make_demo_minutes']} | the install done, an empty model cache: one ART round |"
         )
-    (RESULTS / "make_times.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / "make_times.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    title = "README's two commands, timed from a fresh clone"
+    print(write_record("make_times", title, [*lines, ""], result, about=f", commit {commit[:10]}, alone on the cores."))
 
 
 if __name__ == "__main__":

@@ -14,16 +14,13 @@ import argparse
 import json
 import shutil
 import sys
-from datetime import date
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
 from hardcse.data.sts import ALL_TASKS
-from hardcse.machine import machine_record
 from hardcse.report.tables import sts_table_markdown
-from machine_line import machine_line
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 TASKS = [*ALL_TASKS, "SICK-R-full"]
 
 
@@ -42,22 +39,15 @@ def main() -> None:
         records[backend] = json.loads((folder / "eval.json").read_text(encoding="utf-8"))
     difference = max(abs(records["hardcse"]["scores"][t] - records["mteb"]["scores"][t]) for t in TASKS)
     rows = {f"{args.model} ({b})": {**r["scores"], "avg7": r["avg7"]} for b, r in records.items()}
-    command = f"python benchmarks/mteb_backend.py --model {args.model}"
     seconds = {b: r["seconds"] for b, r in records.items()}
-    when, machine = str(date.today()), machine_record()
     md = (
-        f"# Evaluation backends side by side\n\n`{command}`\n\n{machine_line(machine, when)}\n\n"
         f"{sts_table_markdown(rows)}\n\n"
         f"Largest difference over the tasks: {difference:.4f}. Wall time: hardcse {seconds['hardcse']:.1f} s, "
         f"MTEB {seconds['mteb']:.1f} s ({records['mteb']['backend']}). SICK-R is SentEval's 4,927 test pairs (MTEB "
         "runs it as SICK-R-SentEval), SICK-R-full MTEB's SICK-R (all 9,927 pairs).\n"
     )
-    RESULTS.mkdir(exist_ok=True)
-    summary = {"command": command, "date": when, "machine": machine, "max_difference": difference}
-    summary |= {"seconds": seconds, "scores": rows}
-    (RESULTS / "mteb_backend.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / "mteb_backend.md").write_text(md, encoding="utf-8")
-    print(md)
+    summary = {"max_difference": difference, "seconds": seconds, "scores": rows}
+    print(write_record("mteb_backend", "Evaluation backends side by side", md, summary))
 
 
 if __name__ == "__main__":

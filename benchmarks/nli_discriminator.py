@@ -6,21 +6,15 @@ Writes benchmarks/results/nli_discriminator.{json,md}.
 """
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
 from hardcse.config import config_to_dict, load_config
 from hardcse.data.nli import read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
 from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.logs import setup_logging
-from hardcse.machine import machine_record
 from hardcse.report.tables import nli_table_markdown
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def main() -> None:
@@ -45,24 +39,16 @@ def main() -> None:
     discriminator.predict_proba(pairs.premises, pairs.hypotheses, batch_size=64)
     pairs_per_second = len(pairs) / (time.perf_counter() - start)
     record = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "config": config_to_dict(config),
         "train_seconds": train_seconds,
         "predict_pairs_per_second": round(pairs_per_second, 1),
         "results": results,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "nli_discriminator.json").write_text(json.dumps(record, indent=2))
-    table = nli_table_markdown(results)
     md = (
-        f"# NLI discriminator ({record['date']})\n\n`{record['command']}`\n\n{machine_line(record['machine'])} "
-        f"Training {train_seconds and round(train_seconds / 60, 1)} min; "
-        f"predict_proba {record['predict_pairs_per_second']} pairs/s (SNLI test, batch 64)\n\n{table}\n"
+        f"Training {train_seconds and round(train_seconds / 60, 1)} min; predict_proba "
+        f"{record['predict_pairs_per_second']} pairs/s (SNLI test, batch 64)\n\n{nli_table_markdown(results)}\n"
     )
-    (RESULTS / "nli_discriminator.md").write_text(md)
-    print(md)
+    print(write_record("nli_discriminator", "NLI discriminator", md, record))
 
 
 if __name__ == "__main__":

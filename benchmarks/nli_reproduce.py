@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from art_rounds import RECORDS, TRAINING_HISTORY, model_digest, weights_digest
-from machine_line import NLI_RECORD, machine_line
+from provenance import NLI_RECORD, machine_line
+from record import write_json, write_record
 
 RESULTS = Path(__file__).parent / "results" / "nli_models"
 # the committed evaluation of the model each role's records name (its config's --out name)
@@ -59,13 +60,11 @@ def reproduction(role: str, model: Path) -> dict:
     }
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict]) -> list[str]:
+    """The page's lines under the record's header."""
     skipped = " and ".join(TRAINING_HISTORY)
     lines = [
-        "# NLI models trained again, against the ones issue 42's records were judged by",
-        "",
-        "`python benchmarks/nli_reproduce.py --role ROLE --model FOLDER` (a row per role and machine; the machine and",
-        "date are the trained folder's manifest's). A model stands in for the records' only where its weights are",
+        "A model stands in for the records' only where its weights are",
         f"theirs. The records' folder digest (`sha256`) also covers {skipped}, which hold the training's minutes, so",
         "no model trained again matches it; the weights' digest leaves them out, and records made since keep it too.",
         "Held-out evaluation: this model's nli_eval.json byte for byte against the records' model's, committed.",
@@ -82,7 +81,7 @@ def markdown(rows: list[dict]) -> str:
             f"{row['sha256'][:12]} ({row['records_sha256'][:12]}) | {row['weights_sha256'][:12]} "
             f"({theirs[:12] if theirs else 'not kept'}) | {'yes' if row['same_eval'] else 'no'} | {accuracy} |"
         )
-    return "\n".join(lines) + "\n"
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -94,9 +93,18 @@ def main() -> None:
     stored = RESULTS / "reproduced.json"
     rows = json.loads(stored.read_text(encoding="utf-8")) if stored.is_file() else []
     rows = [r for r in rows if (r["role"], r["machine"]) != (row["role"], row["machine"])] + [row]
-    stored.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    (RESULTS / "reproduced.md").write_text(markdown(rows), encoding="utf-8")
-    print(markdown(rows))
+    write_json("reproduced", rows, RESULTS)  # a row per role and machine, each with its own machine and date
+    text = write_record(
+        "reproduced",
+        "NLI models trained again, against the ones issue 42's records were judged by",
+        markdown(rows),
+        command="python benchmarks/nli_reproduce.py --role ROLE --model FOLDER",
+        about=" (a row per role and machine).",
+        machine="Machine and date: per row, the trained folder's manifest's.",
+        date=False,
+        results=RESULTS,
+    )
+    print(text)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Each evaluation goes to OUT/NAME.tT.eval.json.gz (gzip, no timestamp), with OUT/
 of the assayed triplets (what decides the evaluations besides rows and steps: a record run again with other data is
 refused, not paired with the old evaluations) and each assay's command, date, minutes, machine, commit and the
 digest of its resolved config less what names or counts its data (:func:`refuse_mixed_assays`: the assays compared
-on one page ran one config, and machine_line.code_line checks their commits as it checks the runs').
+on one page ran one config, and provenance.code_line checks their commits as it checks the runs').
 """
 
 import gzip
@@ -15,7 +15,6 @@ import json
 import shlex
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import yaml
@@ -23,8 +22,8 @@ import yaml
 from hardcse.cli import main as hardcse
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.evaluation.results import Result
-from hardcse.machine import machine_record
 from hardcse.run_folder import git_commit
+from record import stamp
 
 
 def training_triplets(record: Path) -> list[Triplet]:
@@ -95,10 +94,8 @@ def assay_record(name: str, data: Path, out: Path, work: Path, train_seeds: list
     meta["assays"].append(
         {
             "seeds": missing,
-            "command": shlex.join(["hardcse", *argv]),
-            "date": str(date.today()),
+            **stamp(shlex.join(["hardcse", *argv])),  # its command, date and machine
             "minutes": round((time.perf_counter() - start) / 60, 1),
-            "machine": machine_record(),
             **assay_provenance(folder, resumed_on),
         }
     )

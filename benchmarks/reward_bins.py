@@ -31,9 +31,8 @@ from hardcse.art.reward.dual import Reward  # noqa: E402
 from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
-from machine_line import machine_line  # noqa: E402
+from record import RESULTS, write_record  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
 REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard-correct")
 POOL = [(setting, seed) for setting in ("cpu-full", "cpu-full-grpo") for seed in (42, 1, 2)]  # PPO, GRPO records
 
@@ -73,11 +72,9 @@ def main() -> None:
         tables[name] = reward_by_cosine_bin(parts, kinds, judge_probs)
     bins = tables["paper"]  # the count, P(target) and the judge's verdicts are the same under every variant
     digests = {model: model_digest(str(runs / model))[:12] for model in ("nli-minilm", "nli-judge")}
-    lines = [
-        "# What each reward pays for: the recorded RL completions by cosine bin (issue 41)",
-        "",
-        f"`python benchmarks/reward_bins.py`. {machine_line()} {len(rows)} parsed answers of the RL completions "
-        f"recorded in {RECORDS.relative_to(RESULTS.parent.parent)}/ ("
+    about = (
+        f": {len(rows)} parsed answers of the RL completions recorded in "
+        f"{RECORDS.relative_to(RESULTS.parent.parent)}/ ("
         + ", ".join(f"{setting}-seed-{seed}" for setting, seed in POOL)
         + ": raw and tuned generators during RL, PPO and GRPO, rounds 1-3), each scored by "
         "every reward variant with the runs' discriminator (runs/nli-minilm) and the bundled encoder (round 1's), "
@@ -85,8 +82,9 @@ def main() -> None:
         "P(contradiction) for a negative; judged correct: the judge's predicted label is the target. The variants "
         "are benchmarks/hard_correct.py's (paper: cpu-full.yaml's reward). NLI models by the SHA-256 of their "
         f"weights: discriminator {digests['nli-minilm']}, judge {digests['nli-judge']} (as in hard_correct's "
-        "records' nli_models.json).",
-        "",
+        "records' nli_models.json)."
+    )
+    lines = [
         "| kind | cosine | n | P(target) | judged correct | " + " | ".join(REWARD_VARIANTS) + " |",
         "|---|---|---:|---:|---:|" + "---:|" * len(REWARD_VARIANTS),
     ]
@@ -99,8 +97,8 @@ def main() -> None:
         p = "-" if b.p_target is None else f"{b.p_target:.2f}"
         judged = "-" if b.judged_correct is None else f"{b.judged_correct:.2f}"
         lines.append(f"| {b.kind} | {b.label} | {b.n} | {p} | {judged} | {rewards} |")
-    (RESULTS / "reward_bins.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    title = "What each reward pays for: the recorded RL completions by cosine bin (issue 41)"
+    print(write_record("reward_bins", title, [*lines, ""], about=about))
 
     figure, axes = plt.subplots(2, 2, figsize=(11, 7), sharex="col")
     for column, kind in enumerate(("positive", "negative")):

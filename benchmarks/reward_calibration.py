@@ -11,10 +11,7 @@ Writes benchmarks/results/reward_calibration.{json,md}.
 """
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -31,10 +28,7 @@ from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
-from hardcse.machine import machine_record
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def youden_threshold(p_target: np.ndarray, is_target: np.ndarray) -> tuple[float, float]:
@@ -105,9 +99,6 @@ def main() -> None:
             "mean_reward_all": float(parts.reward[np.array([k == kind for k in kinds])].mean()),
         }
     record = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "dev": dev_stats,
         "chosen": {"omega": chosen.omega, "alpha_pos": chosen.alpha_pos, "alpha_neg": chosen.alpha_neg},
         "raw_generator": raw,
@@ -119,15 +110,7 @@ def main() -> None:
             ]
         ],
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "reward_calibration.json").write_text(json.dumps(record, indent=2))
     lines = [
-        f"# Reward calibration ({record['date']})",
-        "",
-        f"`{record['command']}`",
-        "",
-        machine_line(record["machine"]),
-        "",
         f"NLI dev files ({len(dev)} pairs, the discriminator's selection data): best-separating threshold "
         f"P(entailment) {omega_e:.2f} (J {j_e:.2f}), P(contradiction) {omega_c:.2f} (J {j_c:.2f}). "
         "cos(x, y) by the encoder, 5/50/95th percentiles: "
@@ -149,8 +132,7 @@ def main() -> None:
             f"| {kind} | {r['parse_rate']:.2f} | {fmt(r['mean_p_target'])} | {fmt(r['share_r1_positive'])} | "
             f"{fmt(r['share_r2_positive'])} | {r['cos_percentiles_5_50_95']} | {r['mean_reward_all']:.3f} |"
         )
-    (RESULTS / "reward_calibration.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print(write_record("reward_calibration", "Reward calibration", [*lines, ""], record))
 
 
 if __name__ == "__main__":

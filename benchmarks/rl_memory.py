@@ -20,26 +20,21 @@ Writes benchmarks/results/rl_memory.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
+from hardcse.art.rl.policy import PolicyTrainer, enable_checkpointing
 
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.prompts import render_prompts
-from hardcse.art.rl.policy import PolicyTrainer, enable_checkpointing
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
-from hardcse.machine import machine_record
 from hardcse.resources import BUNDLED_GENERATOR
-from machine_line import machine_line
+from record import write_record
 
-RESULTS = Path(__file__).parent / "results"
 BUNDLED = BUNDLED_GENERATOR
 SETTINGS = ("shared prefix", "whole rows", "whole rows, checkpointed")
 
@@ -94,9 +89,6 @@ def main() -> None:
             runs[setting].append(measure(trainer, samples, setting))
     prompt_tokens = [len(samples.prompts.prompt_ids(i)) for i in range(args.rows)]
     result = {
-        "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "generator": BUNDLED,
         "dtype": str(next(model.parameters()).dtype),
         "rows": args.rows,
@@ -106,16 +98,8 @@ def main() -> None:
             s: {"saved_gib": runs[s][0][0], "seconds": statistics.median(t for _, t in runs[s])} for s in SETTINGS
         },
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "rl_memory.json").write_text(json.dumps(result, indent=2) + "\n")
     base = result["settings"][SETTINGS[0]]
     lines = [
-        f"# RL forward+backward with and without gradient checkpointing ({result['date']})",
-        "",
-        f"`{result['command']}`",
-        "",
-        machine_line(result["machine"]),
-        "",
         f"Generator {BUNDLED} ({result['dtype']}, LoRA of {args.config}); one minibatch of "
         f"{args.rows} rows, {result['mean_prompt_tokens']:.0f} prompt + {result['mean_response_tokens']:.1f} "
         f"response tokens a row on average; median of {args.repeats} passes.",
@@ -129,8 +113,8 @@ def main() -> None:
             f"| {s} | {r['saved_gib'] * 1024:.1f} | {r['saved_gib'] / base['saved_gib']:.2f} | {r['seconds']:.2f} | "
             f"{r['seconds'] / base['seconds']:.2f} |"
         )
-    (RESULTS / "rl_memory.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    title = "RL forward+backward with and without gradient checkpointing"
+    print(write_record("rl_memory", title, [*lines, ""], result))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ time; short table previews and small test files ran beside some of them, as thei
 import json
 from pathlib import Path
 
-from machine_line import recorded_runs
+from provenance import recorded_runs
+from record import RESULTS, write_record
 
-RESULTS = Path(__file__).parent / "results"
 RECORDS = RESULTS / "hard_correct" / "records"
 EVIDENCE = RESULTS / "art_evidence" / "records"
 # what shared the cores with an evidence run (written down as each record was committed; its commit says the same)
@@ -96,16 +96,6 @@ def main() -> None:
     seconds = {r.name: stage_seconds(r) for r in records}
     stages = list(dict.fromkeys(s for run in seconds.values() for s in run))
     lines = [
-        "# Where an ART round's time goes (issue 42 item 4)",
-        "",
-        "`python benchmarks/run_time.py`: read from the records of benchmarks/results/hard_correct/records/ (one",
-        "round each at cpu-full's RL size: 25 steps x 16 rollouts, 1,000 synthesis anchors, 300 held-out anchors; no",
-        "run made here; the runs ran one at a time, with short table previews and small test files beside some of",
-        "them, r2-gated's and hard-correct's RL among them: compare the parts' shares across runs more than their",
-        "seconds).",
-        "",
-        recorded_runs({r.name: r for r in records}),
-        "",
         "Seconds per stage (manifest.json; a reused generator's stage is its copy):",
         "",
         *stage_table(seconds, stages, digits=0, per_minute=60),
@@ -123,8 +113,18 @@ def main() -> None:
             cells = [f"{means[k]:.2f} ({means[k] / sum(means.values()):.0%})" for k in STEP_PARTS]
             lines.append(f"| {record.name} | " + " | ".join(cells) + f" | {sum(means.values()):.2f} |")
     lines += evidence_lines(sorted(p for p in EVIDENCE.glob("*") if (p / "manifest.json").is_file()))
-    (RESULTS / "run_time.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    text = write_record(
+        "run_time",
+        "Where an ART round's time goes (issue 42 item 4)",
+        [*lines, ""],
+        about=": read from the records of benchmarks/results/hard_correct/records/ (one\nround each at cpu-full's RL "
+        "size: 25 steps x 16 rollouts, 1,000 synthesis anchors, 300 held-out anchors; no\nrun made here; the runs ran "
+        "one at a time, with short table previews and small test files beside some of\nthem, r2-gated's and "
+        "hard-correct's RL among them: compare the parts' shares across runs more than their\nseconds).",
+        machine=recorded_runs({r.name: r for r in records}),  # the runs' own, not today's
+        date=False,
+    )
+    print(text)
 
 
 def evidence_lines(records: list[Path]) -> list[str]:

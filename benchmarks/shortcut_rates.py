@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from art_evidence_tables import LABELS
-from art_rounds import RECORDS, is_finished, record_dir
+from art_rounds import is_finished, record_dir
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
-from machine_line import recorded_dates
+from provenance import recorded_dates
+from record import write_record
 from record_assay import training_triplets
 
-RESULTS = RECORDS.parent.parent
 SEEDS = (42, 1, 2)
 
 
@@ -43,16 +43,6 @@ def main() -> None:
             sys.exit(f"error: {record} is not a finished record; run benchmarks/art_rounds.py to record it")
     header = "| data | seed | triplets | " + " | ".join(SHORTCUT_LABELS.values()) + " |"
     lines = [
-        "# Shortcuts in ART's recorded training data (issue 41, on issue 42's records)",
-        "",
-        "`python benchmarks/shortcut_rates.py`: from the records of benchmarks/results/art_evidence/records (each "
-        "run's 270 training triplets), no model loaded; shares of the triplets (the overlap: a mean). Deletion: >= "
-        "90% of the positive's words are the anchor's and it is shorter; a leak: a word of the demonstration's "
-        "answer that is in neither its anchor nor this anchor (function words aside); positive = negative: word "
-        "overlap >= 0.9 (generated + mined: its generated negative). Machine: any (counts of texts, no timing or "
-        "model: the same on any machine and day). "
-        + recorded_dates({f"{s}-{g}": folder for (s, g), folder in records.items()}),
-        "",
         header,
         "|---|---|---:|" + "---:|" * len(SHORTCUT_LABELS),
     ]
@@ -69,8 +59,21 @@ def main() -> None:
             lines.append(
                 f"| {label} | {seed} | {m['triplets']} | " + " | ".join(f"{m[k]:.3f}" for k in SHORTCUT_LABELS) + " |"
             )
-    (RESULTS / "shortcut_rates.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    text = write_record(
+        "shortcut_rates",
+        "Shortcuts in ART's recorded training data (issue 41, on issue 42's records)",
+        [*lines, ""],
+        about=": from the records of benchmarks/results/art_evidence/records (each run's 270 training triplets), no "
+        "model loaded; shares of the triplets (the overlap: a mean). Deletion: >= 90% of the positive's words are the "
+        "anchor's and it is shorter; a leak: a word of the demonstration's answer that is in neither its anchor nor "
+        "this anchor (function words aside); positive = negative: word overlap >= 0.9 (generated + mined: its "
+        "generated negative).",
+        machine="Machine: any (counts of texts, no timing or model: the same on any machine and day). "
+        + recorded_dates({f"{s}-{g}": folder for (s, g), folder in records.items()}),
+        date=False,
+        machine_inline=True,
+    )
+    print(text)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.machine import machine_record
 from hardcse.report.tables import sts_table_markdown
-from machine_line import machine_line
-
-RESULTS = Path(__file__).parent / "results"
+from record import write_record
 
 
 def main() -> None:
@@ -47,44 +44,31 @@ def main() -> None:
     training = json.loads((out / "encoder" / "model" / "training.json").read_text())
     n_triplets = sum(1 for _ in triplets.open()) - 1
     record = {
-        "command": "python " + " ".join(sys.argv),
         "cli": ["hardcse " + " ".join(c) for c in commands],
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": machine_record(),
         "seconds_total": round(seconds, 1),
         "n_triplets": n_triplets,
         "training": training,
         "before": result["before"],
         "after": result["after"],
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "simcse_sup.json").write_text(json.dumps(record, indent=2))
     rows = {
         f"{side} ({r['model']})": {**r["scores"], "avg7": r["avg7"]}
         for side, r in (("before", result["before"]), ("after", result["after"]))
     }
-    md = "\n".join(
-        [
-            f"# Supervised SimCSE on SNLI-dev triplets ({record['date']})",
-            "",
-            f"`{record['command']}`, which runs:",
-            "",
-            *[f"    {c}" for c in record["cli"]],
-            "",
-            machine_line(record["machine"]),
-            "",
-            f"{n_triplets} triplets; whole run (both evaluations included) {seconds / 60:.1f} min; "
-            f"best STS-B dev {training['best_dev']:.2f} at step {training['best_step']}.",
-            "",
-            sts_table_markdown(rows),
-            "",
-            "STS-B dev during training: "
-            + ", ".join(f"step {h['step']}: {h['dev']:.2f}" for h in training["dev_history"]),
-            "",
-        ]
-    )
-    (RESULTS / "simcse_sup.md").write_text(md)
-    print(md)
+    lines = [
+        "It runs:",
+        "",
+        *[f"    {c}" for c in record["cli"]],
+        "",
+        f"{n_triplets} triplets; whole run (both evaluations included) {seconds / 60:.1f} min; "
+        f"best STS-B dev {training['best_dev']:.2f} at step {training['best_step']}.",
+        "",
+        sts_table_markdown(rows),
+        "",
+        "STS-B dev during training: " + ", ".join(f"step {h['step']}: {h['dev']:.2f}" for h in training["dev_history"]),
+        "",
+    ]
+    print(write_record("simcse_sup", "Supervised SimCSE on SNLI-dev triplets", lines, record))
 
 
 if __name__ == "__main__":

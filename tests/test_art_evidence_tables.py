@@ -20,7 +20,7 @@ from hardcse.evaluation.compare import Comparison, compare_groups  # noqa: E402
 from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
 from hardcse.evaluation.results import Result  # noqa: E402
 from hardcse.stats import Interval  # noqa: E402
-from machine_line import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
+from provenance import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
 from record_assay import assay_provenance, assay_record, refuse_mixed_assays, triplets_digest  # noqa: E402
 
 
@@ -400,7 +400,7 @@ def test_an_nli_model_trained_again_stands_in_only_with_the_records_weights(tmp_
 def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_path):
     """Two trainings of the same weights differ in their folder's digest (the training's minutes): records that keep
     the weights' digest agree by it; a record that keeps only the folder's never agrees with one that keeps both."""
-    from machine_line import NLI_RECORD, nli_models_used
+    from provenance import NLI_RECORD, nli_models_used
 
     def record(name: str, folder: str, weights: str | None) -> Path:
         path = tmp_path / name
@@ -418,7 +418,7 @@ def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_pat
 def test_one_code_and_one_pair_of_nli_models_a_seed_is_enough(tmp_path):
     """Settings are compared within a generation seed: code_line_by_seed names each seed's commits where seeds ran
     other code, and stops where one seed's runs did; refuse_mixed_nli likewise for the NLI models."""
-    from machine_line import NLI_RECORD, code_line_by_seed, refuse_mixed_nli
+    from provenance import NLI_RECORD, code_line_by_seed, refuse_mixed_nli
 
     repo, commits, records = _four_commits(tmp_path)
     same = code_line_by_seed({1: ([records[0]], {}), 2: ([records[1]], {commits[0]: ["assay of run-seed-1"]})}, repo)

@@ -1,6 +1,6 @@
 """Every figure a user reads has its record (issue 43): each top-level benchmarks/results/*.md names the machine
 it came from (the CPU's flags, or says the machine was not recorded, or that any machine gives the same), a date and
-the command that made it; and benchmarks/machine_line.py, which the scripts use to name the machine, holds the
+the command that made it; and benchmarks/provenance.py, which the scripts use to name the machine, holds the
 CPU's flags."""
 
 import importlib.util
@@ -87,7 +87,7 @@ def test_the_check_catches_each_missing_part():
 
 
 def test_machine_line_holds_this_cpus_flags():
-    line = _load("machine_line").machine_line()
+    line = _load("provenance").machine_line()
     flags = cpu_info()["cpu_flags"]
     assert "\n" not in line and cpu_info()["cpu"] in line and DATE.search(line)
     assert f"flags {' '.join(flags)}," in line if flags else "flags none" in line
@@ -96,7 +96,7 @@ def test_machine_line_holds_this_cpus_flags():
 
 
 def test_a_rebuilt_table_names_the_runs_machines_not_todays(tmp_path):
-    module = _load("machine_line")
+    module = _load("provenance")
     machine = {"cpu": "Some CPU", "cores": 4, "threads": 4, "cpu_flags": ["avx2", "amx_bf16"], "gpu": None}
     machine["versions"] = {"torch": "2.13.0+cpu"}
     new, old, bare = tmp_path / "new", tmp_path / "old", tmp_path / "bare"

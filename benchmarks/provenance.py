@@ -1,10 +1,15 @@
-"""The machine a benchmark record came from, as one Markdown line (issue 43: every record names its machine).
+"""Where, when and from what a benchmark record was made (issue 43: every record names its machine), and the
+checks that the runs one page compares are comparable.
 
 A figure depends on the machine it was computed on (hardcse/machine.py says how), so every record under
 benchmarks/results names it. :func:`machine_line` words a :func:`hardcse.machine.machine_record` (by default this
-machine's, today); a table rebuilt from stored runs on another day names the machine and date the runs' own
-manifests recorded, never today's (:func:`recorded_machines`, :func:`recorded_dates`), and says "machine not
-recorded" for runs whose records do not hold it.
+machine's, today; record.write_record puts it in a new record's header); a table rebuilt from stored runs on another
+day names the machine and date the runs' own manifests recorded, never today's (:func:`recorded_machines`,
+:func:`recorded_dates`), and says "machine not recorded" for runs whose records do not hold it. The code the runs ran
+(:func:`code_line`, :func:`code_line_by_seed`) and the NLI models that judged them (:func:`nli_line`) are named the
+same way, from the records; the refusals stop a page that would compare runs of one generation seed made on other
+machines (:func:`refuse_mixed_machines`), by other NLI models (:func:`refuse_mixed_nli`) or other code, and an
+evidence run started from code git has not committed (:func:`refuse_uncommitted_code`).
 """
 
 from __future__ import annotations
