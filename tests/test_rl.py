@@ -11,16 +11,18 @@ from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
 from hardcse.art.log_keys import RESERVED_NAMES
-from hardcse.art.rl.grpo import group_advantages, grpo_loss, k3_kl
-from hardcse.art.rl.loop import RLTrainer
-from hardcse.art.rl.ppo import (
+from hardcse.art.rl.algorithms import (
     AdaptiveKLController,
     clipped_policy_loss,
     clipped_value_loss,
     gae,
+    group_advantages,
+    grpo_loss,
+    k3_kl,
     kl_shaped_rewards,
     masked_mean,
 )
+from hardcse.art.rl.loop import RLTrainer
 
 GEN = GeneratorConfig(  # on the CPU wherever the suite runs: tests/test_cuda.py runs these paths on a GPU
     max_new_tokens=3, sampling_temperature=1.0, lora_target_modules=["q_proj", "v_proj"], dtype="float32", device="cpu"
@@ -90,8 +92,8 @@ def losses_without_updates(trainer: RLTrainer) -> list[tuple]:
     seen = []
     losses_of = trainer.algorithm.losses
 
-    def spy(rollout, rows, *outputs):
-        losses = losses_of(rollout, rows, *outputs)
+    def spy(rollout, rows, outputs):
+        losses = losses_of(rollout, rows, outputs)
         seen.append((rollout, rows, losses))
         return losses
 

@@ -1,10 +1,11 @@
 """ART's RL update as one loop, read top to bottom (the shape of CleanRL's ``ppo.py``).
 
-:meth:`RLTrainer.step`: sample one response per prompt -> score it -> log pi_old (and V_old) and log pi_ref ->
-advantages -> K epochs of minibatch losses, each followed by ``optimizer.step()``. PPO and GRPO differ only in what
-their classes declare (:mod:`hardcse.art.rl.ppo`, :mod:`hardcse.art.rl.grpo`): a value head or none, the
-advantages, the losses and the numbers logged after the update; and in ``RLConfig.rows_per_prompt`` (GRPO samples
-each prompt G times, and its minibatches keep a prompt's rows together).
+:meth:`RLTrainer.step`: sample one response per row -> score it -> log pi_old (and V_old) and log pi_ref ->
+advantages -> K epochs of minibatch losses, each followed by ``optimizer.step()``. The maths, and all that differs
+between PPO and GRPO, is in :mod:`hardcse.art.rl.algorithms`: a value head or none, the advantages, the losses and
+the numbers logged after the update. The caller lays out the rows (hardcse/art/rl/tuning.py ``step_prompts``: GRPO
+writes each prompt G times, group after group, ``RLConfig.rows_per_prompt``); the minibatches keep a group's rows
+together.
 
 The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
 in eval mode with dropout off (TRL does the same), so sampling and training compute one policy, and log pi_old comes
@@ -25,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -35,13 +37,10 @@ from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import save_generator
 from hardcse.art.generator.prefix import continue_rows, whole_rows
 from hardcse.art.generator.sampling import Samples, decoder_and_head, sample
-from hardcse.art.rl.grpo import GRPO
-from hardcse.art.rl.ppo import PPO
+from hardcse.art.rl.algorithms import ALGORITHMS
 from hardcse.distributed import all_ranks_true, average_gradients, world_size
 
 log = logging.getLogger(__name__)
-
-ALGORITHMS = {"ppo": PPO, "grpo": GRPO}
 
 # (texts of the responses, cut off at their token budget?) -> (scores, numbers to log); the caller's closure knows
 # the batch's anchors and kinds
@@ -61,6 +60,14 @@ class Rollout:
     ref_logprobs: torch.Tensor  # log pi_ref (adapter disabled)
     advantages: torch.Tensor | None = None
     extra: dict[str, torch.Tensor] = field(default_factory=dict)  # the algorithm's own (PPO: returns, KL_t)
+
+
+class PolicyOutputs(NamedTuple):
+    """What an update differentiates, (B, T) over the response tokens."""
+
+    logprobs: torch.Tensor  # log pi under the sampling temperature
+    entropy: torch.Tensor
+    values: torch.Tensor | None  # V (PPO's value head); None without one
 
 
 class RLTrainer:
@@ -86,19 +93,21 @@ class RLTrainer:
         score: RewardFn,
         limits: Sequence[int] | None = None,
     ) -> dict:
-        """One RL step on ``prompts`` (``groups``: rows that share a prompt prefix; ``limits``: each row's
-        new-token budget); returns the numbers to log (a skipped batch says so)."""
+        """One RL step on ``prompts``, one row each (``groups``: rows that share a prompt prefix; ``limits``: each
+        row's new-token budget); returns the numbers to log (a skipped batch says so). The caller seeds torch's
+        generator for the sampling; the minibatches draw from their own (:meth:`minibatches`)."""
         timings: dict[str, float] = {}
-        # 1. Rollout: one response per prompt from the current policy, scored by the reward
+        # 1. Rollout: one response per row from the current policy, scored by the reward
         with self.timer(timings, "generation"):
             samples = sample(self.model, self.tokenizer, prompts, self.generation, groups=groups, limits=limits)
         with self.timer(timings, "scoring"):
             scores, reward_stats = score(samples.texts, samples.truncated)
-        epochs = self.minibatches(len(samples.texts))  # each epoch's row partition (seeded by the step)
+        partitions = self.minibatches(len(samples.texts))  # each epoch's minibatches (rows), seeded by the step
 
-        # 2. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows
+        # 2. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows: the ratio
+        # pi / pi_old starts at exactly 1. The first minibatch's outputs keep their graph for step 5.
         with self.timer(timings, "policy_forward"):
-            old_logprobs, old_values, first_outputs = self.old_policy(samples, epochs[0])
+            old_logprobs, old_values, first_outputs = self.old_policy(samples, partitions[0])
         # 3. log pi_ref: the same forward with the adapter disabled
         with self.timer(timings, "reference"):
             ref_logprobs = self.reference_logprobs(samples)
@@ -107,7 +116,7 @@ class RLTrainer:
 
         # 4. Advantages (PPO: KL-shaped rewards and GAE; GRPO: scores standardised within each group)
         rollout.advantages, rollout.extra = self.algorithm.advantages(rollout)
-        self.step_count += 1
+        self.step_count += 1  # a skipped batch is a step too (its seeds are spent)
         stats: dict = {"step": self.step_count, **reward_stats}
         tensors = (rollout.scores, rollout.old_logprobs, rollout.ref_logprobs, rollout.advantages)
         if not all_ranks_true(all(torch.isfinite(t).all() for t in tensors)):
@@ -118,31 +127,28 @@ class RLTrainer:
         # 5. K epochs of minibatch updates
         logged: dict[str, list[float]] = {key: [] for key in self.algorithm.log_keys}
         with self.timer(timings, "optimisation"):
-            for epoch, minibatches in enumerate(epochs):
+            for epoch, minibatches in enumerate(partitions):
                 for i, rows in enumerate(minibatches):
-                    # the first minibatch's outputs from step 2 still hold their graph, and nothing has changed
-                    # since: they are this update's forward (one forward saved a step)
-                    outputs = first_outputs if (epoch, i) == (0, 0) else self.policy_outputs(samples.select(rows))
-                    first_outputs = None
-                    losses = self.algorithm.losses(rollout, rows, *outputs)
+                    # the first update's forward is step 2's (nothing has changed since): one forward saved a step
+                    first = (epoch, i) == (0, 0)
+                    outputs = first_outputs if first else self.policy_outputs(samples.select(rows))
+                    losses = self.algorithm.losses(rollout, rows, outputs)
                     if self.update(losses["loss"]):
                         for key in logged:
                             logged[key].append(float(losses[key].detach()))
         stats |= {key: float(np.mean(v)) if v else math.nan for key, v in logged.items()}
+        # 6. After the update: PPO's KL controller moves beta; both log their KL
+        stats |= self.algorithm.after_update(rollout, len(prompts) * world_size())
 
         mask = samples.response_mask
-        return (
-            stats
-            | self.algorithm.after_update(rollout, len(prompts) * world_size())
-            | {
-                "score": float(rollout.scores.mean()),
-                "response_tokens": float(mask.sum(dim=1).mean()),
-                "truncated": float(np.mean(samples.truncated)),
-                "skipped": False,
-                "skipped_batches": self.skipped_batches,
-                **timings,
-            }
-        )
+        return stats | {
+            "score": float(rollout.scores.mean()),
+            "response_tokens": float(mask.sum(dim=1).mean()),
+            "truncated": float(np.mean(samples.truncated)),
+            "skipped": False,
+            "skipped_batches": self.skipped_batches,
+            **timings,
+        }
 
     def update(self, loss: torch.Tensor) -> bool:
         """One optimizer step with gradient clipping; False (and no step) for a non-finite loss."""
@@ -182,23 +188,25 @@ class RLTrainer:
         entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
 
-    def policy_outputs(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """(log-probs, entropies, values or None): what an update differentiates."""
+    def policy_outputs(self, samples: Samples) -> PolicyOutputs:
         logprobs, entropy, hidden = self.forward(samples)
-        return logprobs, entropy, self.algorithm.values(hidden)
+        return PolicyOutputs(logprobs, entropy, self.algorithm.values(hidden))
 
-    def old_policy(self, samples: Samples, minibatches: list[torch.Tensor]) -> tuple:
-        """(log pi_old, V_old or None, the first minibatch's outputs with their graph) over ``minibatches``."""
+    def old_policy(
+        self, samples: Samples, minibatches: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None, PolicyOutputs]:
+        """(log pi_old, V_old or None, the first minibatch's outputs) over ``minibatches``. Only the first forward
+        builds a graph: it is also the first update's forward (step 5)."""
         mask = samples.response_mask
         logprobs, values, first = torch.zeros_like(mask), torch.zeros_like(mask), None
         for i, rows in enumerate(minibatches):
             with torch.set_grad_enabled(i == 0):
                 outputs = self.policy_outputs(samples.select(rows))
             first = outputs if i == 0 else first
-            logprobs[rows] = outputs[0].detach()
-            if outputs[2] is not None:
-                values[rows] = outputs[2].detach()
-        return logprobs, (values * mask if first[2] is not None else None), first
+            logprobs[rows] = outputs.logprobs.detach()
+            if outputs.values is not None:
+                values[rows] = outputs.values.detach()
+        return logprobs, (values * mask if first.values is not None else None), first
 
     @torch.no_grad()
     def reference_logprobs(self, samples: Samples) -> torch.Tensor:
@@ -206,8 +214,8 @@ class RLTrainer:
             return self.forward(samples)[0]
 
     def minibatches(self, n: int) -> list[list[torch.Tensor]]:
-        """The row partition of each optimisation epoch of this step (seeded: a resumed step repeats it). Rows of
-        one prompt stay together (few prompt prefixes to compute per minibatch)."""
+        """The row partition of each optimisation epoch of this step, drawn before the step counts itself (seed +
+        the steps done): a resumed step repeats it. Rows of one prompt stay together (few prefixes per minibatch)."""
         generator = torch.Generator().manual_seed(self.config.seed + self.step_count)
         unit = self.config.rows_per_prompt
         unit = unit if n % unit == 0 and self.config.minibatch_size % unit == 0 else 1

@@ -67,6 +67,6 @@ def split_anchors(config: AnchorConfig) -> AnchorSplit:
 
 
 def anchors_for_step(train: list[str], step: int, batch_size: int) -> list[str]:
-    """The anchors of PPO step ``step`` (1-based): consecutive slices of ``train``, wrapping around."""
+    """The anchors of RL step ``step`` (1-based): consecutive slices of ``train``, wrapping around."""
     start = (step - 1) * batch_size
     return [train[(start + i) % len(train)] for i in range(batch_size)]
