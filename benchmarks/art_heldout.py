@@ -6,7 +6,7 @@ Both generators write a positive and a negative for the first ``--anchors`` held
 config (never used for tuning or training); the reward is the run's (its discriminator, and the encoder that
 judged difficulty while round ``--round`` was tuned); accuracy is by ``--judge`` (default: the run's), cosines by
 the run's starting encoder. Each measure: raw and tuned means with 95% bootstrap intervals over anchors, and the
-paired difference (hardcse/art/analysis/heldout.py). Writes benchmarks/results/art_heldout-<run>.{json,md}.
+paired difference (hardcse/art/synthesis/heldout.py). Writes benchmarks/results/art_heldout-<run>.{json,md}.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from hardcse.art.analysis.heldout import compare_markdown, held_out_comparison
 from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig
+from hardcse.art.synthesis.heldout import compare_markdown, held_out_comparison
 from hardcse.config import load_config
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder

@@ -6,7 +6,7 @@
 For each config (the overrides apply to all): the generator is tuned as in round 1 of ``hardcse art run``
 (``tune_run``: RL against the dual reward with the config's discriminator and starting encoder; a killed tuning
 resumes), then the raw and the tuned generator write for the first ``--anchors`` held-out anchors at the synthesis
-temperature (hardcse/art/analysis/heldout.py, as the run's ``heldout.json``): per anchor P(target) among parsed answers
+temperature (hardcse/art/synthesis/heldout.py, as the run's ``heldout.json``): per anchor P(target) among parsed answers
 (the reward's discriminator), judged accuracy (the config's ``judge``, not the reward's discriminator), r2 among
 parsed answers, the reward among parsed answers, parse failures; tuned - raw with its 95% paired bootstrap
 interval over anchors. Beside it, from the RL log, what could make meaning move or not: the spread of the reward
@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hardcse.art.analysis.heldout import compare_markdown, held_out_comparison
 from hardcse.art.config import ArtRunConfig
-from hardcse.art.rl.tuning import RL_LOG, tune_run
+from hardcse.art.rl.rl_log import RL_LOG
+from hardcse.art.synthesis.heldout import compare_markdown, held_out_comparison
+from hardcse.cli.art import tune_run
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import load_discriminator

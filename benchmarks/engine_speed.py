@@ -107,25 +107,23 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
 
 def rollout_speed(config, anchors: list[str], repeats: int) -> dict:
     import torch
-    from hardcse.art.rl.policy import PolicyTrainer
 
     from hardcse.art.generator.model import load_generator, save_generator
     from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
     from hardcse.art.generator.prompts import render_prompts
-    from hardcse.art.generator.sampling import generation_eos_ids
+    from hardcse.art.generator.sampling import generation_eos_ids, sample
     from hardcse.art.generator.stopping import stop_ids
     from hardcse.resources import resolve_model
 
     generation = config.generator
     model, tokenizer = load_generator(generation.model, generation, trainable=True)
-    trainer = PolicyTrainer(model, tokenizer, generation, config.rl)
     kinds = ["positive", "negative"] * 8
     prompts = render_prompts(tokenizer, anchors[:16], kinds, generation)
     torch_s, ov_s, export_s = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for step in range(repeats + 1):
             start = time.perf_counter()
-            trainer.sample(prompts, kinds)
+            sample(model, tokenizer, prompts, generation, groups=kinds)
             torch_s.append(time.perf_counter() - start)
             start = time.perf_counter()  # what an RL step would pay: the updated policy saved, merged, exported
             with torch.no_grad():
@@ -194,10 +192,10 @@ def eval_speed(source: str = "bundled:minilm-l6") -> list[dict]:
 
 
 def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_prompts: int) -> dict:
-    from hardcse.art.analysis.heldout import per_anchor
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.generator.texts import TextGenerator
     from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.heldout import per_anchor
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
     from hardcse.engines import select_engine

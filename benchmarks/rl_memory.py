@@ -25,11 +25,12 @@ import time
 from dataclasses import replace
 
 import torch
-from hardcse.art.rl.policy import PolicyTrainer, enable_checkpointing
 
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.prompts import render_prompts
+from hardcse.art.generator.sampling import sample
+from hardcse.art.rl.loop import RLTrainer, enable_checkpointing
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.resources import BUNDLED_GENERATOR
@@ -46,7 +47,7 @@ def disable_checkpointing(model: torch.nn.Module) -> None:
         model.gradient_checkpointing_disable()
 
 
-def measure(trainer: PolicyTrainer, samples: object, setting: str) -> tuple[float, float]:
+def measure(trainer: RLTrainer, samples: object, setting: str) -> tuple[float, float]:
     """(GiB autograd saves, seconds) of one forward and backward of ``setting``."""
     # "whole rows" and "checkpointed" both take the policy's whole-prompt path; only the second checkpoints
     trainer.config = replace(trainer.config, gradient_checkpointing=setting != "shared prefix")
@@ -78,10 +79,10 @@ def main() -> None:
     generation = replace(config.generator, model=BUNDLED)
     torch.manual_seed(0)
     model, tokenizer = load_generator(BUNDLED, generation, trainable=True)
-    trainer = PolicyTrainer(model, tokenizer, generation, config.rl)
+    trainer = RLTrainer(model, tokenizer, generation, config.rl)
     anchors = split_anchors(replace(config.anchors, corpus=None)).train[: args.rows]
     kinds = ["positive" if i % 2 == 0 else "negative" for i in range(args.rows)]
-    samples = trainer.sample(render_prompts(tokenizer, anchors, kinds, generation), kinds)
+    samples = sample(model, tokenizer, render_prompts(tokenizer, anchors, kinds, generation), generation, groups=kinds)
     measure(trainer, samples, SETTINGS[0])  # warm-up
     runs: dict[str, list[tuple[float, float]]] = {s: [] for s in SETTINGS}
     for _ in range(args.repeats):
