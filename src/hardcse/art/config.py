@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from hardcse.art.reward.config import RewardConfig
+from hardcse.art.reward_config import RewardConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS

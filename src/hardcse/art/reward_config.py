@@ -1,11 +1,14 @@
-"""The configuration of ART's reward: the dual reward's constants and the terms a config adds (``reward`` in
-``TuneConfig`` and ``ArtRunConfig``, hardcse/art/config.py; computed by hardcse/art/reward/dual.py)."""
+"""The configuration of ART's reward, beside ART's other configs: the dual reward's constants and the terms a config
+adds (``reward`` in ``TuneConfig`` and ``ArtRunConfig``, hardcse/art/config.py; computed by hardcse/art/reward/dual.py).
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
+from hardcse.art.log_keys import RESERVED_NAMES
+from hardcse.art.term_loading import NAME_PATTERN, load_term_function
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_range
 from hardcse.errors import HardcseError
 
@@ -21,9 +24,6 @@ class RewardTermConfig(Checked):
     name: str | None = None
 
     def check(self) -> None:
-        from hardcse.art.log_keys import RESERVED_NAMES
-        from hardcse.art.reward.terms import NAME_PATTERN, load_term_function
-
         if not self.fn:
             raise ConfigValueError("fn", "give the term's function, package.module:function or file.py:function")
         try:
@@ -42,8 +42,6 @@ class RewardTermConfig(Checked):
 
     @property
     def term_name(self) -> str:
-        from hardcse.art.reward.terms import load_term_function
-
         return self.name if self.name is not None else getattr(load_term_function(self.fn), "__name__", "term")
 
 
