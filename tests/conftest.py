@@ -9,7 +9,8 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# exact PyTorch numbers everywhere by default; tests/test_engines.py runs the OpenVINO engine itself
+# exact PyTorch numbers everywhere by default (what `engine: auto` resolves to, read by each command and by library
+# calls made without an engine); tests/test_engines.py runs the OpenVINO engine itself
 os.environ.setdefault("HARDCSE_ENGINE", "torch")
 
 import pytest  # noqa: E402
@@ -36,16 +37,6 @@ def _root_log_handlers_are_restored():
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
-
-
-@pytest.fixture(autouse=True)
-def _engine_choice_is_restored():
-    """select_engine() sets a process-wide choice: a test that changes it must not change the next test's."""
-    from hardcse import engines
-
-    chosen = engines._selected, engines._encoder_precision
-    yield
-    engines._selected, engines._encoder_precision = chosen
 
 
 SENTENCES = [

@@ -15,6 +15,7 @@ from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import dev_score
 
@@ -147,7 +148,7 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     assert handed_on.encode(["the cat runs"]).shape == (1, 32)
     # keep-better's previous score is training's own evaluator on the encoder it would hand on (not eval.json's,
     # which encodes the dev set among the whole suite's sentences): a fresh process scores the saved encoder the same
-    assert training["previous_dev"] == dev_score(handed_on)
+    assert training["previous_dev"] == dev_score(handed_on, Engine.from_environment())
     # and it does not read round 0's eval.json: with another dev score there, round 1 made again records the same
     record = json.loads((run / "round_0" / "eval.json").read_text())
     record["scores"]["STS-B-dev"] = 99.0
@@ -155,7 +156,9 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     shutil.rmtree(run / "round_1" / "encoder")
     (run / "round_1" / "training.json").unlink()
     art_run(config, run, resume=True)
-    assert json.loads((run / "round_1" / "training.json").read_text())["previous_dev"] == dev_score(handed_on)
+    assert json.loads((run / "round_1" / "training.json").read_text())["previous_dev"] == dev_score(
+        handed_on, Engine.from_environment()
+    )
     measures = json.loads((run / "round_1" / "measures.json").read_text())
     assert measures["positive_accuracy"] is None and measures["judge"] is None
     report = (run / "report.md").read_text()

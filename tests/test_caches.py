@@ -12,6 +12,7 @@ import pytest
 
 from hardcse import engines
 from hardcse.cache import publish_dir
+from hardcse.engines import Engine
 
 openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
 
@@ -151,8 +152,9 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tin
         import json
         from hardcse.art.config import GeneratorConfig
         from hardcse.art.generator.texts import TextGenerator
+        from hardcse.engines import Engine
         config = GeneratorConfig(dtype="float32", max_new_tokens=6, device="cpu")
-        texts = TextGenerator({str(tiny_lm_dir)!r}, config, "torch", cache=True).generate(
+        texts = TextGenerator({str(tiny_lm_dir)!r}, config, Engine("torch"), cache=True).generate(
             ["the cat runs", "a dog"], row_seeds=[1, 2]
         )
         print(json.dumps(texts.texts))
@@ -184,7 +186,7 @@ def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tu
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     config = load_config(TuneConfig, overrides=overrides)
-    entry = tuned_cache_dir(config, split_anchors(config.anchors).train)
+    entry = tuned_cache_dir(config, split_anchors(config.anchors).train, Engine.resolve(config.engine))
     assert entry.is_dir() and not list(entry.parent.glob("*partial*"))
 
 
@@ -215,23 +217,21 @@ def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_term
     monkeypatch.syspath_prepend(str(tmp_path))
     overrides = [*tiny_tune_overrides, "reward.terms=[{fn: 'terms.py:words', weight: 0.1}]"]
 
-    def key() -> str:
-        return tuned_cache._family(load_config(TuneConfig, overrides=overrides)).name
+    torch_engine = Engine("torch")
 
-    first = key()
-    assert key() == first  # nothing changed: the same key
+    def key(engine: Engine = torch_engine) -> str:
+        return tuned_cache._family(load_config(TuneConfig, overrides=overrides), engine).name
+
+    torch_key = key()
+    assert key() == torch_key  # nothing changed: the same key
     with monkeypatch.context() as m:
         m.setattr(tuned_cache, "world_size", lambda: 2)  # rank r samples with seed + r * 1_000_003
-        assert key() != first
-    engines.select_engine("torch")
-    torch_key = key()
-    if engines.openvino_installed():
-        engines.select_engine("openvino", precision="float32")
         assert key() != torch_key
-        float32 = key()
-        engines.select_engine("openvino", precision="bfloat16")
-        assert key() != float32
-    engines.select_engine("torch")
+    if engines.openvino_installed():
+        float32 = key(Engine("openvino", "float32"))
+        assert float32 != torch_key
+        assert key(Engine("openvino", "bfloat16")) != float32
+        assert key(Engine("auto")) == key(Engine("openvino"))  # the engine used on this CPU, not the word chosen
     (tmp_path / "helper.py").write_text("SCALE = 2.0\n")  # a module the term imports changed
     assert key() != torch_key
     helper_changed = key()
@@ -277,12 +277,14 @@ def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and
     write = sts_module.write_sts_eval
     monkeypatch.setattr(sts_module, "write_sts_eval", lambda *a, **k: evaluations.append(1) or write(*a, **k))
 
-    def evaluate() -> float:
-        return results.cached_eval(str(tiny_encoder_dir))["avg7"]
+    torch_float32 = Engine("torch", "float32")
+
+    def evaluate(engine: Engine = torch_float32) -> float:
+        return results.cached_eval(str(tiny_encoder_dir), engine=engine)["avg7"]
 
     first = evaluate()
     assert evaluate() == first and len(evaluations) == 1  # read back
-    engines.select_engine("torch", precision="float32")
+    assert evaluate(Engine("torch")) == first and len(evaluations) == 1  # PyTorch computes in float32 either way
     with monkeypatch.context() as m:
         m.setattr(cache, "code_digest", lambda **_: "other code")
         evaluate()
@@ -298,24 +300,8 @@ def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and
     evaluate()
     assert len(evaluations) == 4
     if engines.openvino_installed():
-        engines.select_engine("openvino", precision="float32")
-        evaluate()
+        evaluate(Engine("openvino", "float32"))
         assert len(evaluations) == 5
-
-
-def test_auto_returns_to_the_starting_engine_whatever_an_earlier_command_chose(monkeypatch):
-    monkeypatch.setenv("HARDCSE_ENGINE", "torch")
-    monkeypatch.setattr(engines, "openvino_installed", lambda: True)
-    engines.select_engine("openvino")
-    assert engines.resolve_engine("auto", engines_cpu()) == "openvino"
-    engines.select_engine("auto")  # the next command in the same process, with the default
-    assert engines.resolve_engine("auto", engines_cpu()) == "torch"
-
-
-def engines_cpu():
-    import torch
-
-    return torch.device("cpu")
 
 
 def test_the_decontamination_index_follows_the_evaluation_data(tmp_path, monkeypatch):

@@ -242,7 +242,7 @@ def test_an_unfinished_run_and_missing_cosines_name_the_fix(tmp_path):
 def test_encoders_are_evaluated_once_and_cached(tiny_encoder_dir, tmp_path, monkeypatch):
     calls = []
 
-    def fake_eval_of(path, source):
+    def fake_eval_of(path, source, engine):
         calls.append(source)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": source, "scores": {}}))

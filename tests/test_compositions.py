@@ -18,6 +18,7 @@ from hardcse.diffaug.run import diffaug_run
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
 from hardcse.encoder.simcse import SimCSETraining, train_simcse
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import dev_evaluator
 
@@ -25,7 +26,7 @@ TRIPLETS = [(s, s.replace("A ", "One "), SENTENCES[(i + 3) % len(SENTENCES)]) fo
 
 
 def test_art_triplets_easy_to_hard_and_trained_in_that_order(tiny_encoder):
-    ordered = _easy_to_hard(tiny_encoder, TRIPLETS)
+    ordered = _easy_to_hard(tiny_encoder, TRIPLETS, Engine("torch"))
     anchors, positives, negatives = zip(*ordered, strict=True)
     phi = pair_cosines(tiny_encoder, list(anchors), list(positives)) - pair_cosines(
         tiny_encoder, list(anchors), list(negatives)
@@ -49,7 +50,7 @@ def test_a_diffaug_encoder_trains_on_as_arts_starting_encoder(tmp_path, tiny_enc
     before = {k: v.clone() for k, v in prefixed(start).prefixes.state_dict().items()}
     settings = ["training.max_steps=2", "training.batch_size=4", "training.learning_rate=1e-2"]
     config = load_config(SimCSETraining, overrides=settings)
-    evaluator = dev_evaluator(start.max_seq_length)
+    evaluator = dev_evaluator(start.max_seq_length, Engine.from_environment())
     train_simcse(
         start, TRIPLETS, "sup", config, tmp_path / "round_1_encoder", evaluator=evaluator, in_order=True
     )  # ART's encoder stage

@@ -22,6 +22,7 @@ from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import SimCSEConfig, read_training_data, train_simcse
+from hardcse.engines import Engine
 from hardcse.evaluation.sts import dev_evaluator
 from test_rl import good_share, p_good_first
 
@@ -73,6 +74,13 @@ def test_an_encoder_trains_on_the_gpu(tiny_encoder_dir, triplet_file, tmp_path):
     config = load_config(SimCSEConfig, overrides=[f"encoder={tiny_encoder_dir}", "mode=sup", *overrides])
     model = load_encoder(str(tiny_encoder_dir), device="cpu")  # the job moves it
     data = read_training_data("sup", triplet_file)
-    outcome = train_simcse(model, data, "sup", config, tmp_path / "out", evaluator=dev_evaluator(model.max_seq_length))
+    outcome = train_simcse(
+        model,
+        data,
+        "sup",
+        config,
+        tmp_path / "out",
+        evaluator=dev_evaluator(model.max_seq_length, Engine.from_environment()),
+    )
     assert outcome.model.device.type == "cuda" and outcome.record["steps"] == 3
     assert SentenceTransformer(str(tmp_path / "out"), device="cpu").encode(SENTENCES).shape[0] == len(SENTENCES)

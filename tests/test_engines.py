@@ -11,6 +11,7 @@ from hardcse import engines
 from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
 from hardcse.cli import main
 from hardcse.config import load_config
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 
 openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
@@ -19,39 +20,60 @@ PROMPTS = ["the cat runs", "the cat sleeps very", "the", "a dog", "a dog runs go
 
 
 def test_auto_is_openvino_on_a_cpu_where_installed_and_torch_elsewhere(monkeypatch):
-    monkeypatch.setattr(engines, "_selected", "auto")
     monkeypatch.setattr(engines, "openvino_installed", lambda: True)
-    assert engines.resolve_engine("auto", CPU) == "openvino"
-    assert engines.resolve_engine("auto", GPU) == "torch"
-    assert engines.resolve_engine("torch", CPU) == "torch"
+    assert Engine("auto").on(CPU) == "openvino"
+    assert Engine("auto").on(GPU) == "torch"
+    assert Engine("torch").on(CPU) == "torch"
     with pytest.raises(HardcseError, match="^engine: openvino runs on the CPU, not on cuda:0; set engine: torch"):
-        engines.resolve_engine("openvino", GPU)
+        Engine.resolve("openvino").on(GPU)
     monkeypatch.setattr(engines, "openvino_installed", lambda: False)
-    assert engines.resolve_engine("auto", CPU) == "torch"
+    assert Engine("auto").on(CPU) == "torch"
     with pytest.raises(
         HardcseError, match=r"engine: openvino: OpenVINO is not installed; pip install 'hardcse\[openvino\]'"
     ):
-        engines.resolve_engine("openvino", CPU)
+        Engine.resolve("openvino")
 
 
-def test_the_process_wide_choice_is_what_auto_defers_to(monkeypatch):
+def test_a_commands_choice_wins_and_auto_reads_hardcse_engine_when_resolved(monkeypatch):
     monkeypatch.setattr(engines, "openvino_installed", lambda: True)
-    engines.select_engine("torch")
-    assert engines.resolve_engine("auto", CPU) == engines.encoder_engine(CPU) == "torch"
-    engines.select_engine("auto")  # no preference: the earlier choice stands
-    assert engines.encoder_engine(CPU) == "torch"
-    engines.select_engine("openvino", precision="float32")
-    assert engines.encoder_engine(CPU) == "openvino" and engines.encoder_precision() == "float32"
-    assert engines.resolve_engine("torch", CPU) == "torch"  # a config's own choice wins over the default
+    monkeypatch.setenv("HARDCSE_ENGINE", "torch")
+    assert Engine.resolve("auto") == Engine.from_environment() == Engine("torch")
+    assert Engine.resolve("openvino", precision="float32") == Engine("openvino", "float32")  # the config's own
+    monkeypatch.setenv("HARDCSE_ENGINE", "openvino")  # read when resolved, never kept
+    assert Engine.resolve("auto").on(CPU) == "openvino"
+    monkeypatch.delenv("HARDCSE_ENGINE")
+    assert Engine.resolve("auto") == Engine("auto")
     with pytest.raises(HardcseError, match="precision: 'half' is not one of auto, float32, bfloat16"):
-        engines.select_engine("auto", precision="half")
+        Engine.resolve("auto", precision="half")
 
 
 def test_a_bad_hardcse_engine_is_refused_when_used(monkeypatch):
-    monkeypatch.setattr(engines, "_selected", "onnx")  # as HARDCSE_ENGINE=onnx sets it at import
+    monkeypatch.setenv("HARDCSE_ENGINE", "onnx")
     with pytest.raises(HardcseError, match="^HARDCSE_ENGINE: 'onnx' is not one of auto, torch, openvino"):
-        engines.encoder_engine(CPU)
-    assert engines.resolve_engine("torch", CPU) == "torch"  # a config's own choice does not read it
+        Engine.from_environment()
+    assert Engine.resolve("torch").on(CPU) == "torch"  # a config's own choice does not read it
+
+
+def test_no_module_of_hardcse_keeps_an_engine():
+    """The engine is a value each command resolves and passes down (DESIGN.md): no process-wide switch to set, no
+    ``global`` in the modules that choose and use it, and no module of the package binds an engine at import."""
+    import ast
+    from pathlib import Path
+
+    import hardcse
+
+    assert not hasattr(engines, "select_engine") and not hasattr(engines, "encoder_engine")
+    package = Path(hardcse.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if path.name in ("engines.py", "encode.py"):
+            assert not any(isinstance(node, ast.Global) for node in ast.walk(tree)), path
+            assigned = [node for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)]
+            assert all(isinstance(node.value, ast.Constant | ast.Tuple) for node in assigned), path  # constants only
+        for node in tree.body:  # module level: no engine made at import
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                assert "Engine" not in names, f"{path}:{node.lineno} binds an engine at import"
 
 
 def test_a_config_names_an_engine_or_is_refused():
@@ -83,17 +105,15 @@ def test_the_openvino_encoder_gives_the_torch_embeddings_and_follows_weight_chan
     from hardcse.encoder.encode import encode, encoding_engine
 
     sentences = ["a man plays a guitar", "two dogs run", "the child reads a long book in the garden", "hi"]
-    torch_emb = encode(tiny_encoder, sentences)
-    engines.select_engine("openvino", precision="float32")
-    assert encoding_engine(tiny_encoder) == "openvino"
-    np.testing.assert_allclose(encode(tiny_encoder, sentences), torch_emb, atol=1e-5)
+    openvino_float32 = Engine("openvino", "float32")
+    torch_emb = encode(tiny_encoder, sentences, engine=Engine("torch"))
+    assert encoding_engine(tiny_encoder, openvino_float32) == "openvino"
+    np.testing.assert_allclose(encode(tiny_encoder, sentences, engine=openvino_float32), torch_emb, atol=1e-5)
     with torch.no_grad():  # an optimizer step changes weights in place: the converted model must follow
         tiny_encoder[0].auto_model.embeddings.word_embeddings.weight.mul_(1.5)
-    engines.select_engine("torch")
-    changed = encode(tiny_encoder, sentences)
+    changed = encode(tiny_encoder, sentences, engine=Engine("torch"))
     assert np.abs(changed - torch_emb).max() > 1e-3
-    engines.select_engine("openvino", precision="float32")
-    np.testing.assert_allclose(encode(tiny_encoder, sentences), changed, atol=1e-5)
+    np.testing.assert_allclose(encode(tiny_encoder, sentences, engine=openvino_float32), changed, atol=1e-5)
 
 
 @openvino
@@ -102,15 +122,15 @@ def test_a_model_that_does_not_convert_keeps_torch(tiny_encoder):
 
     from hardcse.encoder.encode import encoding_engine
 
-    engines.select_engine("openvino")
-    assert encoding_engine(tiny_encoder) == "openvino"
+    openvino = Engine("openvino")
+    assert encoding_engine(tiny_encoder, openvino) == "openvino"
     tiny_encoder[0].auto_model.config.output_hidden_states = True
-    assert encoding_engine(tiny_encoder) == "torch"
-    assert encoding_engine(SentenceTransformer(modules=[tiny_encoder[1]], device="cpu")) == "torch"
+    assert encoding_engine(tiny_encoder, openvino) == "torch"
+    assert encoding_engine(SentenceTransformer(modules=[tiny_encoder[1]], device="cpu"), openvino) == "torch"
 
 
 @openvino
-def test_eval_records_the_engine_it_ran(tiny_encoder_dir, tmp_path, capsys):
+def test_eval_records_the_engine_it_ran_and_the_next_command_does_not_inherit_it(tiny_encoder_dir, tmp_path, capsys):
     out = tmp_path / "eval"
     assert main(["eval", "--model", str(tiny_encoder_dir), "--tasks", "STS-B-dev", "--out", str(out)]) == 0
     torch_record = json.loads((out / "eval.json").read_text())
@@ -120,6 +140,12 @@ def test_eval_records_the_engine_it_ran(tiny_encoder_dir, tmp_path, capsys):
     ov_record = json.loads((tmp_path / "ov" / "eval.json").read_text())
     assert ov_record["engine"] == "openvino" and ov_record["precision"] == "float32"
     assert ov_record["scores"]["STS-B-dev"] == pytest.approx(torch_record["scores"]["STS-B-dev"], abs=1e-3)
+    # the next command of the same process resolves its own engine: auto (HARDCSE_ENGINE=torch here), not OpenVINO
+    assert (
+        main(["eval", "--model", str(tiny_encoder_dir), "--tasks", "STS-B-dev", "--out", str(tmp_path / "next")]) == 0
+    )
+    next_record = json.loads((tmp_path / "next" / "eval.json").read_text())
+    assert next_record["engine"] == "torch" and next_record["scores"] == torch_record["scores"]
 
 
 GREEDY = GeneratorConfig(dtype="float32", top_k=1, max_new_tokens=6, device="cpu")
@@ -131,8 +157,8 @@ def test_openvino_greedy_writes_the_torch_tokens_and_the_export_is_cached(tiny_l
     from hardcse.art.generator.texts import TextGenerator
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
-    expected = TextGenerator(str(tiny_lm_dir), GREEDY, "torch").generate(PROMPTS)
-    got = TextGenerator(str(tiny_lm_dir), GREEDY, "openvino").generate(PROMPTS)
+    expected = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(PROMPTS)
+    got = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("openvino")).generate(PROMPTS)
     assert got == expected and any(expected.texts) and expected.tokens > len(PROMPTS)
     (export,) = [p for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]  # and its .lock file
     assert (export / ov_generator.MODEL_FILE).is_file()
@@ -141,7 +167,7 @@ def test_openvino_greedy_writes_the_torch_tokens_and_the_export_is_cached(tiny_l
         raise AssertionError("exported again")
 
     monkeypatch.setattr(ov_generator, "_export", no_export)  # the same files: the cached export is used
-    assert TextGenerator(str(tiny_lm_dir), GREEDY, "openvino").generate(PROMPTS) == expected
+    assert TextGenerator(str(tiny_lm_dir), GREEDY, Engine("openvino")).generate(PROMPTS) == expected
 
 
 @openvino
@@ -157,9 +183,9 @@ def test_a_tuned_generator_is_exported_with_its_adapter_merged(tiny_lm_dir, tmp_
             if "lora_B" in name:
                 p.normal_(0, 0.5)
     save_generator(model, str(tiny_lm_dir), tmp_path / "tuned")
-    tuned = TextGenerator(str(tmp_path / "tuned"), GREEDY, "torch").generate(PROMPTS)
-    assert tuned != TextGenerator(str(tiny_lm_dir), GREEDY, "torch").generate(PROMPTS)
-    assert TextGenerator(str(tmp_path / "tuned"), GREEDY, "openvino").generate(PROMPTS) == tuned
+    tuned = TextGenerator(str(tmp_path / "tuned"), GREEDY, Engine("torch")).generate(PROMPTS)
+    assert tuned != TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(PROMPTS)
+    assert TextGenerator(str(tmp_path / "tuned"), GREEDY, Engine("openvino")).generate(PROMPTS) == tuned
     exports = [p for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
     assert len(exports) == 1  # the raw one was never exported
 
@@ -177,7 +203,13 @@ def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encod
     def written(name: str, seed: int = 7) -> bytes:
         generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=seed)
         synthesize(
-            str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), tmp_path / name, engine="openvino"
+            str(tiny_lm_dir),
+            anchors,
+            generation,
+            reward,
+            FilterConfig(rule="none"),
+            tmp_path / name,
+            engine=Engine("openvino"),
         )
         return (tmp_path / name / "synthetic.jsonl").read_bytes()
 
@@ -186,7 +218,9 @@ def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encod
     assert written("c", seed=8) != first
     torch_texts = tmp_path / "t"
     generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4, seed=7)
-    synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), torch_texts, engine="torch")
+    synthesize(
+        str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), torch_texts, engine=Engine("torch")
+    )
     assert len(first.splitlines()) == len((torch_texts / "synthetic.jsonl").read_bytes().splitlines()) == 8
 
 

@@ -15,6 +15,7 @@ from sentence_transformers import SentenceTransformer
 from hardcse import engines
 from hardcse.encoder import openvino as ov_encoder
 from hardcse.encoder.encode import encode
+from hardcse.engines import Engine
 
 pytestmark = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
 
@@ -22,8 +23,7 @@ SENTENCES = ["a man plays a guitar", "two dogs run", "the child reads a long boo
 
 
 def embeddings(model: SentenceTransformer, engine: str) -> np.ndarray:
-    engines.select_engine(engine, precision="float32")
-    return encode(model, SENTENCES)
+    return encode(model, SENTENCES, engine=Engine(engine, "float32"))
 
 
 def assert_openvino_follows(model: SentenceTransformer, change) -> None:
@@ -147,7 +147,7 @@ def test_in_run_dev_scores_are_the_scores_of_each_evaluated_checkpoint_under_bot
     from hardcse.data.triplets import read_triplets
     from hardcse.encoder.contrastive import InBatchContrastiveLoss
     from hardcse.encoder.simcse import simcse_dataset
-    from hardcse.evaluation.sts import evaluate_sts
+    from hardcse.evaluation.sts import dev_evaluator, evaluate_sts
     from hardcse.training import TrainingSettings, run_training_job
 
     class CopyWeightsAtEvaluation(TrainerCallback):
@@ -167,11 +167,17 @@ def test_in_run_dev_scores_are_the_scores_of_each_evaluated_checkpoint_under_bot
 
     runs = {}
     for engine in ("torch", "openvino"):
-        engines.select_engine(engine, precision=precision)
+        chosen = Engine(engine, precision)
         copies = CopyWeightsAtEvaluation()
         model = fresh_model()
         outcome = run_training_job(
-            model, dataset, InBatchContrastiveLoss(model, 0.05), settings, tmp_path / engine, callbacks=[copies]
+            model,
+            dataset,
+            InBatchContrastiveLoss(model, 0.05),
+            settings,
+            tmp_path / engine,
+            evaluator=dev_evaluator(model.max_seq_length, chosen),
+            callbacks=[copies],
         )
         history = [e["dev"] for e in outcome.record["dev_history"]]
         assert len(history) == len(copies.weights) == 4
@@ -179,7 +185,7 @@ def test_in_run_dev_scores_are_the_scores_of_each_evaluated_checkpoint_under_bot
         for weights in copies.weights:
             checkpoint = fresh_model()
             checkpoint.load_state_dict(weights)
-            fresh.append(evaluate_sts(checkpoint, [dev], show_progress=False).scores[dev.name])
+            fresh.append(evaluate_sts(checkpoint, [dev], show_progress=False, engine=chosen).scores[dev.name])
         # float32: the same numbers; auto (bfloat16 where the CPU has it): within its rounding
         np.testing.assert_allclose(history, fresh, atol=1e-6 if precision == "float32" else 0.5)
         assert len(set(np.round(history, 2))) == 4, "the weights did not move enough to tell the steps apart"

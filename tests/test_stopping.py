@@ -14,7 +14,7 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
 from hardcse.art.generator.stopping import line_break_ids, stop_ids, token_limits
 from hardcse.art.generator.texts import TextGenerator
-from hardcse.engines import openvino_installed
+from hardcse.engines import Engine, openvino_installed
 
 GREEDY = GeneratorConfig(dtype="float32", top_k=1, max_new_tokens=6, device="cpu")
 PROMPTS = ["the cat runs", "the cat sleeps very", "the", "a dog", "a dog runs good", "a dog sleeps"]
@@ -105,8 +105,8 @@ def test_openvino_stops_where_torch_stops(tiny_lm_dir, lm, tmp_path, monkeypatch
     monkeypatch.setattr(stopping, "line_break_ids", lambda _: [written(greedy, longest)[1]])
     line = dataclasses.replace(GREEDY, stop="line")
     limits = [1, 2, 3, 4, 5, 6]
-    expected = TextGenerator(str(tiny_lm_dir), line, "torch").generate(PROMPTS, limits=limits)
-    got = TextGenerator(str(tiny_lm_dir), line, "openvino").generate(PROMPTS, limits=limits)
+    expected = TextGenerator(str(tiny_lm_dir), line, Engine("torch")).generate(PROMPTS, limits=limits)
+    got = TextGenerator(str(tiny_lm_dir), line, Engine("openvino")).generate(PROMPTS, limits=limits)
     assert got == expected and expected.tokens < int(greedy.response_mask.sum())
 
 
@@ -114,27 +114,29 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
     from hardcse.art.generator import sampling
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
-    first = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)
+    first = TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True).generate(PROMPTS, row_seeds=SEEDS)
     assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
-    TextGenerator(str(tiny_lm_dir), SAMPLED, "torch").generate(PROMPTS, row_seeds=SEEDS)  # no cache: nothing kept
+    TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch")).generate(
+        PROMPTS, row_seeds=SEEDS
+    )  # no cache: nothing kept
     assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
 
     def no_sampling(*_args, **_kwargs):
         raise AssertionError("generated again")
 
     monkeypatch.setattr(sampling, "sample", no_sampling)
-    reader = TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True)
+    reader = TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True)
     assert reader.generate(PROMPTS, row_seeds=SEEDS) == first
     assert "_model" not in vars(reader)  # every call read from the cache: the model was never loaded
     for changed in (
         lambda g: g.generate(PROMPTS, row_seeds=[s + 1 for s in SEEDS]),  # other seeds
         lambda g: g.generate(PROMPTS, row_seeds=SEEDS, limits=[3] * len(PROMPTS)),  # other budgets
         lambda g: TextGenerator(
-            str(tiny_lm_dir), dataclasses.replace(SAMPLED, sampling_temperature=0.5), "torch", cache=True
+            str(tiny_lm_dir), dataclasses.replace(SAMPLED, sampling_temperature=0.5), Engine("torch"), cache=True
         ).generate(PROMPTS, row_seeds=SEEDS),
     ):
         with pytest.raises(AssertionError, match="generated again"):
-            changed(TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True))
+            changed(TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True))
     from hardcse import cache  # what decides the texts besides the call: the code, the libraries, the machine
 
     for name, value in (
@@ -144,4 +146,4 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
     ):
         with monkeypatch.context() as m, pytest.raises(AssertionError, match="generated again"):
             m.setattr(cache, name, value)
-            TextGenerator(str(tiny_lm_dir), SAMPLED, "torch", cache=True).generate(PROMPTS, row_seeds=SEEDS)
+            TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True).generate(PROMPTS, row_seeds=SEEDS)

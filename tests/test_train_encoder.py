@@ -11,6 +11,7 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import SimCSEConfig, read_training_data, simcse_dataset, train_simcse
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import dev_evaluator
 
@@ -25,7 +26,14 @@ def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tm
         data = read_training_data("sup", data)
     before = load_encoder(str(tiny_encoder_dir)).encode(SENTENCES)
     model = load_encoder(str(tiny_encoder_dir))
-    outcome = train_simcse(model, data, mode, config, tmp_path / "out", evaluator=dev_evaluator(model.max_seq_length))
+    outcome = train_simcse(
+        model,
+        data,
+        mode,
+        config,
+        tmp_path / "out",
+        evaluator=dev_evaluator(model.max_seq_length, Engine.from_environment()),
+    )
     history = outcome.record["dev_history"]
     assert [h["step"] for h in history] == [2, 3]  # the last step is evaluated too
     assert outcome.best_dev == max(h["dev"] for h in history)

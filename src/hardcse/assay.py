@@ -29,6 +29,7 @@ from hardcse.data.table import OnError
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
+from hardcse.engines import Engine, check_engine
 from hardcse.errors import HardcseError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -48,12 +49,14 @@ class AssayConfig(SimCSETraining):
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])  # training seeds, the same for every file
     rows: int | None = None  # the first N rows of every file (default: as many as the smallest file has)
     eval_tasks: list[str] = field(default_factory=lambda: [*SEVEN_TASKS, DEV_TASK])
+    engine: str = "auto"  # what encodes for each trained encoder's STS evaluation: auto | torch | openvino
     resamples: int = 1000  # paired bootstrap resamples
     keep_models: bool = False  # keep each trained encoder (NAME/seed-S/model/); off: only their evaluations
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
 
     def check(self) -> None:
         super().check()
+        check_engine("engine", self.engine)
         if self.names and len(self.names) != len(self.data):
             raise ConfigValueError("names", f"{len(self.names)} names for {len(self.data)} files; give one per file")
         for name in self.names:
@@ -113,9 +116,12 @@ def fixed_steps(config: AssayConfig, rows: int) -> int:
     return max(1, math.ceil(config.training.epochs * math.ceil(rows / config.training.batch_size)))
 
 
-def train_and_evaluate(config: AssayConfig, triplets: list[Triplet], seed: int, steps: int, folder: Path) -> dict:
+def train_and_evaluate(
+    config: AssayConfig, triplets: list[Triplet], seed: int, steps: int, folder: Path, engine: Engine
+) -> dict:
     """Train a fresh copy of the start encoder on ``triplets`` for ``steps`` steps at ``seed`` (no selection), and
-    evaluate it; writes ``folder/eval.json`` (and ``folder/model/`` with ``keep_models``); returns the record."""
+    evaluate it in ``engine``; writes ``folder/eval.json`` (and ``folder/model/`` with ``keep_models``); returns the
+    record."""
     import dataclasses
 
     from hardcse.atomic import write_json_atomic
@@ -137,7 +143,7 @@ def train_and_evaluate(config: AssayConfig, triplets: list[Triplet], seed: int, 
         metric=None,  # no dev gating: the last step is the encoder
         record={"seed": seed, "rows": len(triplets)},
     )
-    record = sts_record(outcome.model, str(model_dir), config.eval_tasks) | {"training": outcome.record}
+    record = sts_record(outcome.model, str(model_dir), config.eval_tasks, engine=engine) | {"training": outcome.record}
     if not config.keep_models:
         shutil.rmtree(model_dir)
     write_json_atomic(folder / "eval.json", record)
@@ -166,7 +172,8 @@ def assay_run(
         )
     steps = fixed_steps(config, rows)
     groups: dict[str, list[Result]] = {}
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="assay") as run:
+    engine = Engine.resolve(config.engine)
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="assay", engine=engine) as run:
         run.stage("decontamination", check.COUNTS, lambda path: check.write(path.parent), in_place=True)
         run.record("assay", {"rows": rows, "steps": steps, "files": dict(zip(config.labels, config.data, strict=True))})
         for label, triplets in data.items():
@@ -175,7 +182,7 @@ def assay_run(
                 path = run.stage(
                     f"{label}/seed-{seed}",
                     f"{label}/seed-{seed}",
-                    lambda partial, t=triplets[:rows], s=seed: train_and_evaluate(config, t, s, steps, partial),
+                    lambda partial, t=triplets[:rows], s=seed: train_and_evaluate(config, t, s, steps, partial, engine),
                 )
                 record = json.loads((path / "eval.json").read_text(encoding="utf-8"))
                 groups[label].append(Result(label, record, {"seed": seed}))

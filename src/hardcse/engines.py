@@ -4,11 +4,12 @@ Inference (synthesis, the held-out comparison, STS evaluation, the reward's cosi
 PyTorch or in OpenVINO (OpenVINO GenAI for generation, OpenVINO Runtime for the encoder). Training always runs in
 PyTorch. ``auto`` picks OpenVINO when it is installed and the work runs on a CPU, PyTorch on a GPU.
 
-The choice is process-wide: the CLI sets it once from ``--engine`` or a config's ``engine`` key
-(:func:`select_engine`); :func:`hardcse.encoder.encode.encode` asks :func:`encoder_engine` on every call and the
-generator's synthesis asks :func:`resolve_engine`, so evaluation, rewards and synthesis in every method
-follow the one switch. ``HARDCSE_ENGINE`` sets the starting choice (the test suite pins ``torch`` and runs the
-OpenVINO path in tests of its own).
+The choice is a value, :class:`Engine`: each command resolves it once (:meth:`Engine.resolve`) from its config's
+``engine`` key or ``--engine``, where ``auto`` defers to ``HARDCSE_ENGINE`` (the test suite pins ``torch`` and runs
+the OpenVINO path in tests of its own), and passes it down to everything that encodes or generates: evaluation,
+rewards, synthesis, the held-out comparison, the dev evaluator of training. No module keeps a choice, so two
+commands in one process never see each other's. A library call made without one reads ``HARDCSE_ENGINE`` then
+(:meth:`Engine.from_environment`).
 
 Precision: an OpenVINO model computes in float32 when asked (``float32``); ``auto`` lets the CPU plugin choose
 (bfloat16 on CPUs with AVX512-BF16 or AMX, float32 elsewhere), like the generator's ``dtype: auto`` in PyTorch.
@@ -21,6 +22,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hardcse.config import check_choice
@@ -34,9 +36,6 @@ INSTALL_HINT = "pip install 'hardcse[openvino]' (make install does)"
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 
-_selected = os.environ.get("HARDCSE_ENGINE", "auto")
-_encoder_precision = "auto"
-
 
 def check_engine(key: str, value: str) -> None:
     """A config check: ``value`` is one of :data:`ENGINES`."""
@@ -48,50 +47,40 @@ def openvino_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("openvino", "openvino_genai"))
 
 
-def _require_openvino(key: str) -> None:
-    if not openvino_installed():
-        raise HardcseError(f"{key}: openvino: OpenVINO is not installed; {INSTALL_HINT}, or set {key}: torch")
+@dataclass(frozen=True)
+class Engine:
+    """A command's engine: ``choice`` torch, openvino or auto (OpenVINO on a CPU where installed, per device), and
+    ``precision``, what an OpenVINO encoder computes in (auto: the CPU plugin's choice, see module doc)."""
 
+    choice: str = "auto"
+    precision: str = "auto"
+    key: str = field(default="engine", compare=False, repr=False)  # where the choice was made: error messages name it
 
-def resolve_engine(value: str, device: torch.device, key: str = "engine") -> str:
-    """``torch`` or ``openvino`` for a checked ``value`` and the device the work would run on. ``auto`` defers to
-    the process-wide choice (:func:`select_engine`, ``HARDCSE_ENGINE``) and, where that is ``auto`` too, picks
-    OpenVINO on a CPU when it is installed."""
-    check_engine(key, value)
-    if value == "auto":
-        value = _selected
-        check_engine("HARDCSE_ENGINE", value)  # the one way a process-wide choice is not yet checked
-    if value == "auto":
-        return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
-    if value == "openvino":
-        if device.type != "cpu":
-            raise HardcseError(f"{key}: openvino runs on the CPU, not on {device}; set {key}: torch or auto")
-        _require_openvino(key)
-    return value
+    @classmethod
+    def resolve(cls, value: str = "auto", key: str = "engine", precision: str = "auto") -> Engine:
+        """The engine a command runs with: ``value`` (a config's ``engine`` or ``--engine``, named ``key``), where
+        ``auto`` defers to ``HARDCSE_ENGINE`` (read now); checked, and OpenVINO refused where it is not installed."""
+        check_engine(key, value)
+        check_choice("precision", precision, PRECISIONS)
+        if value == "auto":
+            value, key = os.environ.get("HARDCSE_ENGINE", "auto"), "HARDCSE_ENGINE"
+            check_engine(key, value)
+        if value == "openvino" and not openvino_installed():
+            raise HardcseError(f"{key}: openvino: OpenVINO is not installed; {INSTALL_HINT}, or set {key}: torch")
+        return cls(value, precision, key)
 
+    @classmethod
+    def from_environment(cls) -> Engine:
+        """The engine of a library call made outside a command: ``HARDCSE_ENGINE`` as it is now, else auto."""
+        return cls.resolve()
 
-def select_engine(value: str, key: str = "engine", precision: str = "auto") -> None:
-    """Set the process-wide choice (the CLI calls this once per command with ``--engine`` or a config's
-    ``engine``); ``auto`` is the starting choice (``HARDCSE_ENGINE``, else detection), whatever an earlier command
-    of the same process chose. ``precision``: what an OpenVINO encoder computes in (auto: the CPU plugin's choice,
-    see module doc)."""
-    global _selected, _encoder_precision
-    check_engine(key, value)
-    check_choice("precision", precision, PRECISIONS)
-    if value == "openvino":
-        _require_openvino(key)
-    _selected = os.environ.get("HARDCSE_ENGINE", "auto") if value == "auto" else value
-    _encoder_precision = precision
-
-
-def encoder_precision() -> str:
-    """The OpenVINO encoders' precision (auto | float32 | bfloat16)."""
-    return _encoder_precision
-
-
-def encoder_engine(device: torch.device) -> str:
-    """``torch`` or ``openvino`` for an encoder on ``device`` under the process-wide choice."""
-    return resolve_engine("auto", device)
+    def on(self, device: torch.device) -> str:
+        """``torch`` or ``openvino`` for work on ``device``."""
+        if self.choice == "auto":
+            return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
+        if self.choice == "openvino" and device.type != "cpu":
+            raise HardcseError(f"{self.key}: openvino runs on the CPU, not on {device}; set {self.key}: torch or auto")
+        return self.choice
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from hardcse.atomic import write_json_atomic
 from hardcse.config import config_to_dict, load_config, save_config
 from hardcse.devices import check_config_devices
 from hardcse.distributed import barrier, is_main, launched_world_size, run_on_main
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.logs import log_to_file
 from hardcse.machine import library_versions, machine_record
@@ -52,13 +53,22 @@ INVOCATION: list[str] | None = None
 
 class RunFolder:
     """The output folder of one long command. Use as a context manager (it takes the lock and logs to run.log),
-    then run each stage through :meth:`stage`."""
+    then run each stage through :meth:`stage`. ``engine``: the command's inference engine, recorded with the
+    machine (None: a command that runs no inference)."""
 
     def __init__(
-        self, path: str | Path, config: Any, *, resume: bool = False, overwrite: bool = False, command: str = ""
+        self,
+        path: str | Path,
+        config: Any,
+        *,
+        resume: bool = False,
+        overwrite: bool = False,
+        command: str = "",
+        engine: Engine | None = None,
     ) -> None:
         self.dir = Path(path)
         self.config = config
+        self.engine = engine
         self.resume = resume
         self.overwrite = overwrite
         self.command = command
@@ -154,7 +164,7 @@ class RunFolder:
                 "stages": {},
             }
         # each start names its own commit: a run resumed after a commit ran two codes, and its record says so
-        run = {"started": now(), "git_commit": git_commit(), "machine": this_machine()}
+        run = {"started": now(), "git_commit": git_commit(), "machine": this_machine(self.engine)}
         run["world_size"] = launched_world_size()
         self.manifest.setdefault("runs", []).append(run | ({"argv": INVOCATION} if INVOCATION else {}))
         self._save_manifest()
@@ -339,12 +349,11 @@ def versions() -> dict[str, str | None]:
     return library_versions(PACKAGES)
 
 
-def this_machine() -> dict:
-    """The machine a run (or a resumed part of it) ran on, with the inference engine it resolves to."""
+def this_machine(engine: Engine | None = None) -> dict:
+    """The machine a run (or a resumed part of it) ran on, with the inference engine ``engine`` resolves to there."""
     from hardcse.devices import resolve_device
-    from hardcse.engines import resolve_engine
 
-    return machine_record(resolve_engine("auto", resolve_device("auto", "device")))
+    return machine_record(engine.on(resolve_device("auto", "device")) if engine is not None else None)
 
 
 def git_commit() -> str | None:

@@ -36,7 +36,7 @@ from hardcse.discriminator.train import train_nli
 from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
-from hardcse.engines import select_engine
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError, not_a_file
 from hardcse.evaluation.sts import dev_evaluator, dev_score, write_sts_eval
 from hardcse.model_card import write_model_card
@@ -93,13 +93,14 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
 
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
-    """Run (or continue) every stage of the run; returns the final encoder's folder."""
-    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
-    folder = RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run")
+    """Run (or continue) every stage of the run; returns the final encoder's folder. The engine is resolved once
+    from ``config.engine`` and every stage that encodes or generates runs in it."""
+    engine = Engine.resolve(config.engine)
+    folder = RunFolder(run_dir, config, resume=resume, overwrite=overwrite, command="art run", engine=engine)
     folder.check()  # a mistake in --out is reported before the models are resolved (a first conversion takes 30 s)
     blocks = validate(config)
     with folder as run:
-        return _run_stages(run, blocks)
+        return _run_stages(run, blocks, engine)
 
 
 @dataclass
@@ -108,6 +109,7 @@ class _Run:
     discriminator_source: str
     discriminator: NLIDiscriminator
     tasks: list[str]
+    engine: Engine
 
     @property
     def config(self) -> ArtRunConfig:
@@ -118,7 +120,7 @@ class _Run:
         return self.folder.dir
 
 
-def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
+def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -> Path:
     config: ArtRunConfig = folder.config
     if config.discriminator == TRAIN_IN_RUN:
         folder.stage(
@@ -132,12 +134,12 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors]) -> Path:
     else:
         discriminator_source = config.discriminator
     tasks = list(dict.fromkeys([*config.eval_tasks, DEV_TASK]))  # STS-B dev always: rounds select on it
-    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks)
+    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks, engine)
 
     folder.stage(
         "round_0.eval",
         "round_0/eval.json",
-        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling, config.device),
+        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling, config.device, engine=engine),
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):
@@ -170,7 +172,12 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             f"round_{r}.generator",
             f"round_{r}/generator",
             lambda partial: tune_generator(
-                tune, round_dir / "rl", partial, train_anchors=anchors.rl, discriminator=run.discriminator
+                tune,
+                round_dir / "rl",
+                partial,
+                train_anchors=anchors.rl,
+                discriminator=run.discriminator,
+                engine=run.engine,
             ),
             all_ranks=True,
         )
@@ -199,7 +206,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             both_negatives=config.negatives == "both",
             mining=config.mining,
             decontamination=config.decontamination,
-            engine=config.engine,
+            engine=run.engine,
             cache_generations=config.reuse,
         )
 
@@ -210,14 +217,14 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     encoder_dir = folder.stage(
         f"round_{r}.encoder",
         f"round_{r}/encoder",
-        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling),
+        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling, run.engine),
         keep_partial=True,
         all_ranks=True,
     )
     folder.stage(
         f"round_{r}.eval",
         f"round_{r}/eval.json",
-        lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks, config.device),
+        lambda partial: _evaluate_round(encoder_dir, partial, previous_eval, run.tasks, config.device, run.engine),
     )
     if is_main():
         trained = json.loads((round_dir / "training.json").read_text(encoding="utf-8"))
@@ -231,7 +238,9 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             training=trained,
         )
     folder.stage(
-        f"round_{r}.measures", f"round_{r}/measures.json", lambda partial: _measure(config, round_dir, partial)
+        f"round_{r}.measures",
+        f"round_{r}/measures.json",
+        lambda partial: _measure(config, round_dir, partial, run.engine),
     )
     if config.tune_generator and config.heldout_anchors:
         folder.stage(
@@ -251,7 +260,13 @@ def _compare_on_held_out(
     config = run.config
     reward_encoder = load_encoder(encoder_source, pooling, device=config.device)
     result = held_out_comparison(
-        config, run.discriminator, reward_encoder, tuned_generator, round_dir / "heldout", config.heldout_anchors
+        config,
+        run.discriminator,
+        reward_encoder,
+        tuned_generator,
+        round_dir / "heldout",
+        config.heldout_anchors,
+        run.engine,
     )
     if is_main():
         write_json_atomic(out, result)
@@ -275,23 +290,26 @@ def _training_data(config: ArtRunConfig, round_dir: Path) -> tuple[list[Triplet]
     return data, check.summary()["sources"]
 
 
-def _easy_to_hard(model: SentenceTransformer, data: list[Triplet]) -> list[Triplet]:
-    """Data-CUBE's instance order on ART's triplets: phi = cos(x, y+) - cos(x, y-) by ``model``, descending."""
+def _easy_to_hard(model: SentenceTransformer, data: list[Triplet], engine: Engine) -> list[Triplet]:
+    """Data-CUBE's instance order on ART's triplets: phi = cos(x, y+) - cos(x, y-) by ``model`` (in ``engine``),
+    descending."""
     from hardcse.encoder.encode import pair_cosines
 
     anchors, positives, negatives = ([t[k] for t in data] for k in range(3))  # the first negative of each row
-    phi = pair_cosines(model, anchors, positives) - pair_cosines(model, anchors, negatives)
+    phi = pair_cosines(model, anchors, positives, engine) - pair_cosines(model, anchors, negatives, engine)
     return [data[i] for i in sorted(range(len(data)), key=lambda i: (-phi[i], i))]
 
 
-def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str) -> None:
+def _train_round_encoder(
+    config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str, engine: Engine
+) -> None:
     """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
     dev, both scored by training's evaluator (the previous round's eval.json encodes the dev set among the whole
     suite's sentences, in other batches, which can move the last digits). The round's ``training.json`` is written
     before ``out`` is renamed: a done stage always has it."""
     data, decontaminated = _training_data(config, round_dir)
     model = load_encoder(source, pooling, device=config.encoder_training.training.device)
-    record: dict = {"triplets": len(data), "previous_dev": dev_score(model), "source": source}
+    record: dict = {"triplets": len(data), "previous_dev": dev_score(model, engine), "source": source}
     if config.triplets_per_round is not None:  # kept vs used: a round short of the budget shows it
         kept = json.loads((round_dir / "synthesis.json").read_text(encoding="utf-8"))["kept"]
         record |= {"kept": kept, "triplets_per_round": config.triplets_per_round}
@@ -304,9 +322,9 @@ def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, sourc
     else:  # under several processes every rank trains (DDP); rank 0 writes
         in_order = config.encoder_order == "easy_to_hard"
         if in_order:
-            data = _easy_to_hard(model, data)
+            data = _easy_to_hard(model, data, engine)
             record["order"] = "easy_to_hard"
-        evaluator = dev_evaluator(model.max_seq_length)
+        evaluator = dev_evaluator(model.max_seq_length, engine)
         outcome = train_simcse(model, data, "sup", config.encoder_training, out, evaluator=evaluator, in_order=in_order)
         record.update(
             trained=True,
@@ -326,7 +344,9 @@ def _train_round_encoder(config: ArtRunConfig, round_dir: Path, out: Path, sourc
         write_json_atomic(round_dir / "training.json", record)
 
 
-def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[str], device: str) -> None:
+def _evaluate_round(
+    encoder_dir: Path, out: Path, previous: Path, tasks: list[str], device: str, engine: Engine
+) -> None:
     training_path = encoder_dir.parent / "training.json"  # absent when a user trained the encoder folder
     training = json.loads(training_path.read_text(encoding="utf-8")) if training_path.is_file() else {}
     if training.get("handed_on") == "previous":  # the same weights as last round: the same scores
@@ -336,10 +356,10 @@ def _evaluate_round(encoder_dir: Path, out: Path, previous: Path, tasks: list[st
         }
         write_json_atomic(out, record)
         return
-    write_sts_eval(out, str(encoder_dir), tasks, device=device)
+    write_sts_eval(out, str(encoder_dir), tasks, device=device, engine=engine)
 
 
-def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
+def _measure(config: ArtRunConfig, round_dir: Path, out: Path, engine: Engine) -> None:
     """Tables 4-6 measures of the round's synthetic data. Cosines come from the run's starting encoder, so that
     rounds are compared by one fixed judge of difficulty (the paper uses one fixed encoder for Table 5)."""
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
@@ -350,6 +370,7 @@ def _measure(config: ArtRunConfig, round_dir: Path, out: Path) -> None:
         config.examples_per_round,
         cosine_encoder=load_encoder(config.encoder, config.pooling, device=config.device),
         generator=config.generator,
+        engine=engine,
     )
     result["judge"] = config.judge
     write_json_atomic(out, result)

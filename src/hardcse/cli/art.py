@@ -88,12 +88,12 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
     last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
     from hardcse.art.rl.tuning import check_rank_shares, tune_generator
     from hardcse.distributed import run_on_main
-    from hardcse.engines import select_engine
+    from hardcse.engines import Engine
     from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
-    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
-    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune")
+    engine = Engine.resolve(config.engine)  # the reward's cosines run in it
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune", engine=engine)
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_rank_shares(config.rl)
     check_model_sources(
@@ -101,7 +101,10 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
     )
     with folder as run:
         final = run.stage(
-            "generator", "generator", lambda partial: tune_generator(config, run.dir / "rl", partial), all_ranks=True
+            "generator",
+            "generator",
+            lambda partial: tune_generator(config, run.dir / "rl", partial, engine=engine),
+            all_ranks=True,
         )
         run_on_main(lambda: shutil.rmtree(run.dir / "rl", ignore_errors=True))  # its checkpoint is now generator/
         run.finish()
@@ -145,12 +148,12 @@ def synthesis_run(
     from hardcse.data.corpus import read_sentences
     from hardcse.discriminator.nli import load_discriminator
     from hardcse.encoder.build import load_encoder
-    from hardcse.engines import select_engine
+    from hardcse.engines import Engine
     from hardcse.errors import HardcseError
     from hardcse.resources import check_model_sources
     from hardcse.run_folder import RunFolder
 
-    select_engine(config.engine)  # the encoders' engine (reward, evaluation) follows the config
+    engine = Engine.resolve(config.engine)  # the generator and the reward's cosines run in it
 
     texts = (
         split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
@@ -161,7 +164,7 @@ def synthesis_run(
     if not texts:
         raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
     source = generator or config.generator.model
-    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate")
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate", engine=engine)
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     with folder as run:
@@ -178,7 +181,7 @@ def synthesis_run(
                 config.filter,
                 run.dir,
                 decontamination=config.decontamination,
-                engine=config.engine,
+                engine=engine,
                 cache_generations=config.reuse,
             )
 

@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from hardcse.engines import Engine
     from hardcse.errors import HardcseError
     from hardcse.evaluation.compare import compare_groups, comparison_markdown, write_comparison
     from hardcse.evaluation.results import group_by_seed, load_result
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace) -> None:
     if args.out:
         check_output_folder(Path(args.out))
     cache = Path(args.cache) if args.cache else None
-    results = [load_result(source, cache) for source in args.sources]
+    engine = Engine.from_environment()  # what evaluates an encoder source (HARDCSE_ENGINE)
+    results = [load_result(source, cache, engine) for source in args.sources]
     groups = {r.label: [r] for r in results} if args.no_grouping else group_by_seed(results)
     baseline = next(iter(groups))
     if args.baseline:

@@ -8,7 +8,7 @@ from pathlib import Path
 from hardcse.cli.common import add_skip_bad_rows, on_error, print_sts
 from hardcse.data.sts import ALL_TASKS, KNOWN_TASKS
 from hardcse.encoder import POOLINGS
-from hardcse.engines import ENGINES, PRECISIONS
+from hardcse.engines import ENGINES, PRECISIONS, Engine
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,14 +53,13 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.atomic import write_json_atomic
     from hardcse.data.sts import read_scored_pairs
     from hardcse.encoder.build import load_encoder
-    from hardcse.engines import select_engine
     from hardcse.errors import HardcseError
     from hardcse.evaluation.sts import sts_record
     from hardcse.run_folder import check_output_folder
 
     if args.out:
         check_output_folder(Path(args.out))
-    select_engine(args.engine, "--engine", args.precision)
+    engine = Engine.resolve(args.engine, "--engine", args.precision)
     unknown = [t for t in args.tasks if t not in KNOWN_TASKS]
     if unknown and args.backend == "hardcse":
         raise HardcseError(f"unknown task(s) {unknown}; known: {', '.join(KNOWN_TASKS)} (more with --backend mteb)")
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> None:
         record = mteb_record(load_encoder(args.model, args.pooling), args.model, args.tasks, tasks, out)
     else:
         tasks = [read_scored_pairs(p, on_error=on_error(args)) for p in args.pairs] if args.pairs else args.tasks
-        record = sts_record(load_encoder(args.model, args.pooling), args.model, tasks)
+        record = sts_record(load_encoder(args.model, args.pooling), args.model, tasks, engine=engine)
     if out is not None:
         write_json_atomic(out / "eval.json", record)
     print_sts({args.model: record}, out, f" of `{args.model}`")

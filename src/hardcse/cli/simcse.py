@@ -60,6 +60,7 @@ def simcse_run(
     from hardcse.distributed import is_main
     from hardcse.encoder.build import load_encoder
     from hardcse.encoder.simcse import read_training_data, train_simcse
+    from hardcse.engines import Engine
     from hardcse.errors import HardcseError
     from hardcse.evaluation.sts import dev_evaluator, write_sts_eval
     from hardcse.model_card import write_model_card
@@ -79,15 +80,18 @@ def simcse_run(
             f"{config.data}: every row matches an evaluation text; train on other data or set "
             "decontamination.enabled=false"
         )
+    engine = Engine.resolve(config.engine)
     records: dict[str, dict] = {}
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train") as run:
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="simcse train", engine=engine) as run:
         # written beside its list of dropped texts, itself last: the stage is done once the counts exist
         run.stage("decontamination", check.COUNTS, lambda path: check.write(path.parent), in_place=True)
         if config.eval_tasks:
             before = run.stage(
                 "eval_before",
                 "eval_before.json",
-                lambda partial: write_sts_eval(partial, config.encoder, config.eval_tasks, config.pooling),
+                lambda partial: write_sts_eval(
+                    partial, config.encoder, config.eval_tasks, config.pooling, engine=engine
+                ),
             )
             records["before"] = json.loads(before.read_text(encoding="utf-8"))
 
@@ -95,12 +99,15 @@ def simcse_run(
             model = load_encoder(
                 config.encoder, config.pooling, head_seed=config.training.seed, device=config.training.device
             )
-            train_simcse(model, data, config.mode, config, partial, evaluator=dev_evaluator(model.max_seq_length))
+            evaluator = dev_evaluator(model.max_seq_length, engine)
+            train_simcse(model, data, config.mode, config, partial, evaluator=evaluator)
 
         model_dir = run.stage("model", "model", train_model, keep_partial=True, all_ranks=True)
         if config.eval_tasks:
             after = run.stage(
-                "eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks)
+                "eval",
+                "eval.json",
+                lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks, engine=engine),
             )
             records["after"] = json.loads(after.read_text(encoding="utf-8"))
         if is_main():

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from hardcse.config import ConfigValueError, check_choice, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
+from hardcse.engines import check_engine
 from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings
 
@@ -50,6 +51,9 @@ class CurriculumConfig(Tracked):
     tau: float = 0.01  # the contrastive temperature (paper)
     underfit_margin: float = 0.05  # the share of instances with phi below this is reported (paper Fig. 2)
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # after training; [] for none
+    # what encodes for the plan's task vectors and difficulties, training's dev scores and the STS suite:
+    # auto | torch | openvino (hardcse/engines.py)
+    engine: str = "auto"
     # instances with a text that matches an STS test/dev text are dropped (hardcse/data/decontamination.py)
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
     training: TrainingSettings = field(default_factory=_datacube_training)
@@ -59,6 +63,7 @@ class CurriculumConfig(Tracked):
         return self.training.seed
 
     def check(self) -> None:
+        check_engine("engine", self.engine)
         check_positive("max_per_task", self.max_per_task, allow_none=True)
         for key in ("queries_per_task", "anneal_iterations", "anneal_t0", "tau"):
             check_positive(key, getattr(self, key))

@@ -38,6 +38,7 @@ from hardcse.data.multitask import (  # noqa: E402
 )
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
+from hardcse.engines import Engine  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
 
 
@@ -87,13 +88,14 @@ def load_tasks(config: CurriculumConfig, check: Decontamination | None = None) -
     return tasks
 
 
-def task_vectors(model: SentenceTransformer, tasks: list[Task], n: int, seed: int) -> np.ndarray:
-    """One row per task: the mean of the unit-normalised embeddings of ``n`` sampled instructed queries."""
+def task_vectors(model: SentenceTransformer, tasks: list[Task], n: int, seed: int, engine: Engine) -> np.ndarray:
+    """One row per task: the mean of the unit-normalised embeddings (in ``engine``) of ``n`` sampled instructed
+    queries."""
     rng = random.Random(seed)
     vectors = []
     for task in tasks:
         sample = rng.sample(task.instances, min(n, len(task.instances)))
-        emb = encode(model, [task.instructed(i)[0] for i in sample], show_progress=False)
+        emb = encode(model, [task.instructed(i)[0] for i in sample], show_progress=False, engine=engine)
         emb = emb / np.linalg.norm(emb, axis=1, keepdims=True)
         vectors.append(emb.mean(axis=0))
     return np.stack(vectors)
@@ -104,11 +106,12 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return unit @ unit.T
 
 
-def difficulties(model: SentenceTransformer, task: Task) -> np.ndarray:
-    """phi = cos(q, s+) - cos(q, s-) for every instance of the task (instructed texts)."""
+def difficulties(model: SentenceTransformer, task: Task, engine: Engine) -> np.ndarray:
+    """phi = cos(q, s+) - cos(q, s-) for every instance of the task (instructed texts, encoded in ``engine``)."""
     texts = [task.instructed(i) for i in task.instances]
     queries = [t[0] for t in texts]
-    return pair_cosines(model, queries, [t[1] for t in texts]) - pair_cosines(model, queries, [t[2] for t in texts])
+    positives, negatives = [t[1] for t in texts], [t[2] for t in texts]
+    return pair_cosines(model, queries, positives, engine) - pair_cosines(model, queries, negatives, engine)
 
 
 def task_batches(phi: np.ndarray, config: CurriculumConfig, rng: random.Random) -> list[tuple[list[int], list[float]]]:
@@ -134,12 +137,14 @@ def combine_batches(per_task: list[list], task_order: list[int]) -> list[tuple[i
     return out
 
 
-def build_plan(config: CurriculumConfig) -> Plan:
+def build_plan(config: CurriculumConfig, engine: Engine | None = None) -> Plan:
+    """The plan of ``config`` (module doc), its scores encoded in ``engine`` (default: ``config.engine`` resolved)."""
+    engine = engine or Engine.resolve(config.engine)
     check = Decontamination(config.decontamination)
     tasks = load_tasks(config, check)
     scorer = load_encoder(config.scorer or config.encoder)
     scorer.max_seq_length = config.training.max_seq_length
-    similarity = cosine_matrix(task_vectors(scorer, tasks, config.queries_per_task, config.seed))
+    similarity = cosine_matrix(task_vectors(scorer, tasks, config.queries_per_task, config.seed, engine))
     if config.task_order == "anneal":
         result = anneal_task_order(similarity, config.anneal_iterations, config.anneal_t0, config.cooling, config.seed)
         order = result.order
@@ -156,7 +161,7 @@ def build_plan(config: CurriculumConfig) -> Plan:
     rng = random.Random(config.seed)
     per_task = []
     for task in tasks:
-        phi = difficulties(scorer, task)
+        phi = difficulties(scorer, task, engine)
         per_task.append(task_batches(phi, config, rng))
     if config.schedule == "cycle":
         picks = combine_batches(per_task, order)

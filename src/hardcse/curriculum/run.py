@@ -19,6 +19,7 @@ from hardcse.curriculum.train import train_from_plan
 from hardcse.data.decontamination import Decontamination
 from hardcse.data.multitask import triplet_task
 from hardcse.distributed import is_main
+from hardcse.engines import Engine
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import resolve_model
@@ -39,20 +40,25 @@ def datacube_run(
         for source in config.triplet_tasks:
             triplet_task(source)
     command = "datacube train" if train else "datacube plan"
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command) as run:
-        plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config), partial))
+    engine = Engine.resolve(config.engine)
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command=command, engine=engine) as run:
+        plan_dir = run.stage("plan", "plan", lambda partial: save_plan(build_plan(config, engine), partial))
         if not train:
             run.finish()
             return run
         model_dir = run.stage(
             "model",
             "model",
-            lambda partial: train_from_plan(load_plan(plan_dir), partial),
+            lambda partial: train_from_plan(load_plan(plan_dir), partial, engine),
             keep_partial=True,
             all_ranks=True,
         )
         if config.eval_tasks:
-            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks))
+            run.stage(
+                "eval",
+                "eval.json",
+                lambda partial: write_sts_eval(partial, str(model_dir), config.eval_tasks, engine=engine),
+            )
         if is_main():
             data = "the built-in collection" if config.data == "builtin" else f"`{config.data}`"
             write_model_card(

@@ -19,19 +19,22 @@ from hardcse.batching import PlanBatches
 from hardcse.curriculum.plan import Plan, difficulties
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
+from hardcse.engines import Engine
 from hardcse.evaluation.sts import dev_evaluator
 from hardcse.training import TrainOutcome, run_training_job
 
 
-def underfit_share(model: SentenceTransformer, plan: Plan) -> float:
-    """The share of the plan's instances whose margin phi = sim(q,s+) - sim(q,s-) is below ``underfit_margin``."""
-    phi = np.concatenate([difficulties(model, task) for task in plan.tasks])
+def underfit_share(model: SentenceTransformer, plan: Plan, engine: Engine) -> float:
+    """The share of the plan's instances whose margin phi = sim(q,s+) - sim(q,s-) (in ``engine``) is below
+    ``underfit_margin``."""
+    phi = np.concatenate([difficulties(model, task, engine) for task in plan.tasks])
     return float((phi < plan.config.underfit_margin).mean())
 
 
-def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
+def train_from_plan(plan: Plan, out_dir: str | Path, engine: Engine) -> TrainOutcome:
     """Train ``plan.config.encoder`` on the plan's batches in order; save the best checkpoint by STS-B dev to
-    ``out_dir`` with ``training.json`` (dev scores, masked rows, underfitting shares before and after)."""
+    ``out_dir`` with ``training.json`` (dev scores, masked rows, underfitting shares before and after), encoding
+    in ``engine``."""
     config = plan.config
     rows = plan.instances_in_order()
     dataset = Dataset.from_dict(
@@ -45,7 +48,7 @@ def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
     model = load_encoder(config.encoder, device=config.training.device)
     own_length = model.max_seq_length
     model.max_seq_length = config.training.max_seq_length  # phi at the training length, before and after
-    before = underfit_share(model, plan)
+    before = underfit_share(model, plan, engine)
     model.max_seq_length = own_length
     return run_training_job(
         model,
@@ -53,9 +56,9 @@ def train_from_plan(plan: Plan, out_dir: str | Path) -> TrainOutcome:
         InBatchContrastiveLoss(model, config.tau, labels_are_mask=True),  # the label column is the mask
         config.training,
         out_dir,
-        evaluator=dev_evaluator(own_length),
+        evaluator=dev_evaluator(own_length, engine),
         batch_sampler=PlanBatches([len(b.rows) for b in plan.batches]),
-        before_save=lambda trained: {"underfit_share_after": underfit_share(trained, plan)},
+        before_save=lambda trained: {"underfit_share_after": underfit_share(trained, plan, engine)},
         record={
             "masked_rows": int(sum(len(b.mask) - sum(b.mask) for b in plan.batches)),
             "underfit_share_before": before,

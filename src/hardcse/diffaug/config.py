@@ -10,6 +10,7 @@ from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.nli import TRAIN_FILES
 from hardcse.data.sts import ALL_TASKS
 from hardcse.encoder import PoolingName
+from hardcse.engines import check_engine
 from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings
 
@@ -106,8 +107,12 @@ class DiffAugConfig(Tracked):
     stage2: DiffAugStage2Config = field(default_factory=DiffAugStage2Config)
     training: TrainingSettings = field(default_factory=_stage2_training)
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # after training; [] for none
+    # what encodes for stage 2's dev scores and the STS suite: auto | torch | openvino (hardcse/engines.py); an
+    # encoder with prefixes stays in PyTorch
+    engine: str = "auto"
 
     def check(self) -> None:
+        check_engine("engine", self.engine)
         if not self.stages or any(s not in (1, 2) for s in self.stages) or len(set(self.stages)) != len(self.stages):
             raise ConfigValueError("stages", f"{self.stages}: use [1, 2], or [1] for prefix-tuning only")
         if self.method == "simcse" and self.stages != [1, 2]:

@@ -20,6 +20,7 @@ from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.data import nli_data
 from hardcse.diffaug.train import run_stage1, run_stage2, stage1_folder
 from hardcse.distributed import is_main
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import write_sts_eval
 from hardcse.model_card import write_model_card
@@ -34,7 +35,8 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
     if config.setting == "semi" and (2 in config.stages or config.method == "simcse") and not resume:
         if not read_sentences(config.unlabeled):  # stage 2's sentences, checked before stage 1 spends its time
             raise HardcseError(f"{config.unlabeled}: no sentences")
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train") as run:
+    engine = Engine.resolve(config.engine)
+    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train", engine=engine) as run:
         data = functools.cache(lambda: nli_data(config))  # read only by a stage that still has to run
         stage1 = run.dir / "stage1"
         if config.method == "diffaug":
@@ -46,14 +48,18 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
             model = run.stage(
                 "stage2",
                 "model",
-                lambda partial: run_stage2(config, data(), stage1, partial),
+                lambda partial: run_stage2(config, data(), stage1, partial, engine),
                 keep_partial=True,
                 all_ranks=True,
             )
         else:  # prefix-tuning only: stage 1's encoder is the result
             model = run.stage("model", "model", lambda partial: shutil.copytree(stage1, partial))
         if config.eval_tasks:
-            run.stage("eval", "eval.json", lambda partial: write_sts_eval(partial, str(model), config.eval_tasks))
+            run.stage(
+                "eval",
+                "eval.json",
+                lambda partial: write_sts_eval(partial, str(model), config.eval_tasks, engine=engine),
+            )
         if is_main():
             unlabeled = f"unlabeled sentences of `{config.unlabeled or 'the vendored Wikipedia sample'}`, "
             write_model_card(

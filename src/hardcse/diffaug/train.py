@@ -32,8 +32,9 @@ from hardcse.diffaug.objectives import MLPHead, PairClassifier, PrefixContrastiv
 from hardcse.diffaug.prefix import add_prefixes, prefixed
 from hardcse.distributed import is_main
 from hardcse.encoder.build import load_encoder
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
-from hardcse.evaluation.sts import dev_evaluator
+from hardcse.evaluation.sts import STSEvaluator, dev_evaluator
 from hardcse.resources import resolve_model
 from hardcse.training import TrainingSettings, TrainOutcome, run_training_job
 
@@ -169,16 +170,15 @@ def stage2_model(
     return model, classifier, head
 
 
-def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, eval_length: int) -> dict:
+def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, evaluator: STSEvaluator) -> dict:
     """Set the prefix(es) the trained model encodes with: ``inference_prefix``, or for ``dev`` the best of both /
-    first / second on STS-B dev (at the evaluation length ``eval_length``); returns what was chosen and why."""
+    first / second on STS-B dev (training's ``evaluator``); returns what was chosen and why."""
     transformer = prefixed(model)
     if transformer is None:
         return {}
     if config.inference_prefix != "dev":
         transformer.inference_view = INFERENCE_VIEWS[config.inference_prefix]
         return {"inference_prefix": config.inference_prefix}
-    evaluator = dev_evaluator(eval_length)
     scores = {}
     for name, view in INFERENCE_VIEWS.items():
         transformer.inference_view = view
@@ -189,8 +189,9 @@ def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, e
     return {"inference_prefix": best, "inference_prefix_dev": scores}
 
 
-def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: Path) -> TrainOutcome:
-    """Joint tuning (or SimCSE); keeps the best checkpoint on STS-B dev in ``out_dir`` with ``training.json``."""
+def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: Path, engine: Engine) -> TrainOutcome:
+    """Joint tuning (or SimCSE); keeps the best checkpoint on STS-B dev (encoded in ``engine``) in ``out_dir`` with
+    ``training.json``."""
     torch.manual_seed(config.seed)
     model, classifier, head = stage2_model(config, stage1_dir)
     transformer = prefixed(model)
@@ -204,17 +205,17 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
     n_contrastive = 3 if config.setting == "sup" else 2
     loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight, head)
     log.info("DiffAug stage 2 (%s, %s): %d rows, %s", config.setting, config.method, len(dataset), config.training)
-    eval_length = model.max_seq_length
+    evaluator = dev_evaluator(model.max_seq_length, engine)
     outcome = run_training_job(
         model,
         dataset,
         loss,
         config.training,
         out_dir,
-        evaluator=dev_evaluator(eval_length),
+        evaluator=evaluator,
         # Repeated texts in one batch would be false in-batch negatives for the supervised loss.
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.setting == "sup" else BatchSamplers.BATCH_SAMPLER,
-        before_save=lambda trained: choose_inference_prefix(config, trained, eval_length),
+        before_save=lambda trained: choose_inference_prefix(config, trained, evaluator),
         record={"method": config.method, "setting": config.setting},
     )
     if is_main():

@@ -3,8 +3,9 @@
 Sentences are tokenized once to learn their lengths, sorted by token length, and grouped into batches of
 about ``tokens_per_batch`` tokens: short sentences go in large batches, long ones in small batches, and
 almost no position is padding. On 2 cores this is ~1.5x faster than ``encode`` at its best batch size.
-Under the OpenVINO engine (:mod:`hardcse.engines`) the first module runs in OpenVINO Runtime
-(:mod:`hardcse.encoder.openvino`): the same numbers in float32, within bfloat16's rounding at ``auto`` precision.
+Under the OpenVINO engine (the :class:`hardcse.engines.Engine` a caller passes) the first module runs in
+OpenVINO Runtime (:mod:`hardcse.encoder.openvino`): the same numbers in float32, within bfloat16's rounding at
+``auto`` precision.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
-from hardcse.engines import encoder_engine, encoder_precision
+from hardcse.engines import Engine
 
 
 def token_budget_batches(lengths: Sequence[int], tokens_per_batch: int) -> list[np.ndarray]:
@@ -40,10 +41,10 @@ def _pretokenized(model: SentenceTransformer) -> bool:
     return type(first).__name__ == "Transformer" and not getattr(first, "do_lower_case", False)
 
 
-def encoding_engine(model: SentenceTransformer) -> str:
-    """What :func:`encode` runs ``model`` with: ``openvino`` where the process-wide engine resolves to it and the
-    model converts (a text Transformer first module), else ``torch``."""
-    if encoder_engine(model.device) != "openvino":
+def encoding_engine(model: SentenceTransformer, engine: Engine) -> str:
+    """What :func:`encode` runs ``model`` with under ``engine``: ``openvino`` where ``engine`` resolves to it on the
+    model's device and the model converts (a text Transformer first module), else ``torch``."""
+    if engine.on(model.device) != "openvino":
         return "torch"
     from hardcse.encoder.openvino import supports_openvino
 
@@ -56,8 +57,10 @@ def encode(
     batch_size: int = 64,
     tokens_per_batch: int = 3072,
     show_progress: bool = False,
+    engine: Engine | None = None,
 ) -> np.ndarray:
-    """Sentence embeddings as a float32 array (n, dim), in the order of ``sentences``.
+    """Sentence embeddings as a float32 array (n, dim), in the order of ``sentences``, computed in ``engine`` (the
+    caller's command's; default: :meth:`Engine.from_environment`).
 
     Models whose first module has no tokenizer fall back to ``model.encode(batch_size=batch_size)``.
     """
@@ -71,10 +74,11 @@ def encode(
     batches = token_budget_batches([len(ids) for ids in tokens["input_ids"]], tokens_per_batch)
     reuse = _pretokenized(model)
     forward = model
-    if encoding_engine(model) == "openvino":
+    engine = engine or Engine.from_environment()
+    if encoding_engine(model, engine) == "openvino":
         from hardcse.encoder.openvino import openvino_forward
 
-        forward = openvino_forward(model, encoder_precision())  # for the weights as they are now
+        forward = openvino_forward(model, engine.precision)  # for the weights as they are now
 
     out: np.ndarray | None = None
     model.eval()
@@ -103,9 +107,11 @@ def row_cosines(ex: np.ndarray, ey: np.ndarray) -> np.ndarray:
     return np.sum(ex * ey, axis=1)
 
 
-def pair_cosines(model: SentenceTransformer, xs: Sequence[str], ys: Sequence[str]) -> np.ndarray:
-    """cos(f(x_i), f(y_i)) for each pair."""
+def pair_cosines(
+    model: SentenceTransformer, xs: Sequence[str], ys: Sequence[str], engine: Engine | None = None
+) -> np.ndarray:
+    """cos(f(x_i), f(y_i)) for each pair, encoded in ``engine`` (as :func:`encode`)."""
     if not xs:
         return np.zeros(0)
-    emb = encode(model, [*xs, *ys])
+    emb = encode(model, [*xs, *ys], engine=engine)
     return row_cosines(emb[: len(xs)], emb[len(xs) :])

@@ -20,6 +20,7 @@ from hardcse.data.sts import ALL_TASKS
 from hardcse.data.table import OnError
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.encoder import PoolingName
+from hardcse.engines import check_engine
 from hardcse.errors import HardcseError
 from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, TrainOutcome
@@ -56,11 +57,14 @@ class SimCSEConfig(SimCSETraining):
     mode: Mode = "sup"
     pooling: PoolingName = "default"
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))  # before and after; [] for none
+    # what encodes for the STS evaluations and training's dev scores: auto | torch | openvino (hardcse/engines.py)
+    engine: str = "auto"
     # rows with a text that matches an STS test/dev text are dropped (hardcse/data/decontamination.py)
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
 
     def check(self) -> None:
         super().check()
+        check_engine("engine", self.engine)
         for task in self.eval_tasks:
             check_choice("eval_tasks", task, ALL_TASKS)
 

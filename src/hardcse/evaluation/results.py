@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
 from hardcse.run_folder import round_dirs
@@ -101,32 +102,34 @@ def model_fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def cached_eval(source: str, cache: Path | None = None) -> dict:
-    """The STS suite record of the encoder ``source``, evaluated once per distinct key: the model's files, the STS
-    data's files, the engine and precision that encode, and hardcse's code, the libraries' versions and the
-    machine's kind (hardcse/cache.py)."""
+def cached_eval(source: str, cache: Path | None = None, engine: Engine | None = None) -> dict:
+    """The STS suite record of the encoder ``source`` encoded in ``engine`` (default:
+    :meth:`Engine.from_environment`), evaluated once per distinct key: the model's files, the STS data's files, the
+    engine and precision that encode, and hardcse's code, the libraries' versions and the machine's kind
+    (hardcse/cache.py)."""
     from hardcse.cache import environment_digest
     from hardcse.devices import resolve_device
-    from hardcse.engines import encoder_engine, encoder_precision
     from hardcse.evaluation.sts import write_sts_eval
     from hardcse.fingerprint import files_digest
     from hardcse.paths import data_dir
     from hardcse.resources import resolve_model
 
     device = resolve_device("auto", "device")  # where write_sts_eval evaluates
-    engine = encoder_engine(device)
-    precision = encoder_precision() if engine == "openvino" else "-"
-    digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{engine} {precision}\0".encode())
+    engine = engine or Engine.from_environment()
+    used = engine.on(device)
+    precision = engine.precision if used == "openvino" else "-"
+    digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{used} {precision}\0".encode())
     files_digest(data_dir() / "sts", digest)
     environment_digest(digest, device, shared_code=True)  # evaluation runs the shared code only
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
         return {**json.loads(path.read_text(encoding="utf-8")), "model": source}
-    return write_sts_eval(path, source)
+    return write_sts_eval(path, source, engine=engine)
 
 
-def load_result(source: str, cache: Path | None = None) -> Result:
-    """The :class:`Result` of one source (see the module docstring)."""
+def load_result(source: str, cache: Path | None = None, engine: Engine | None = None) -> Result:
+    """The :class:`Result` of one source (see the module docstring); an encoder is evaluated in ``engine``
+    (:func:`cached_eval`)."""
     folder = Path(source).expanduser()
     if folder.is_file() and folder.name in EVAL_FILES:
         folder = folder.parent
@@ -137,7 +140,7 @@ def load_result(source: str, cache: Path | None = None) -> Result:
         return Result(source, record, config)
     if folder.is_dir() and config is not None and not (folder / "model").is_dir():
         raise HardcseError(f"{source}: this run folder has no eval.json yet; finish it with --resume")
-    return Result(source, cached_eval(source, cache), None)
+    return Result(source, cached_eval(source, cache, engine), None)
 
 
 def group_by_seed(results: Sequence[Result]) -> dict[str, list[Result]]:

@@ -14,7 +14,7 @@ from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
 from hardcse.data.sts import ALL_TASKS, DEV_TASK, SEVEN_TASKS, STSPairs, load_sts_task
 from hardcse.encoder.encode import encode, encoding_engine, row_cosines
-from hardcse.engines import encoder_precision
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 
 
@@ -86,24 +86,29 @@ def evaluate_sts(
     tasks: Sequence[str | STSPairs] = ALL_TASKS,
     batch_size: int = 64,
     show_progress: bool = True,
+    engine: Engine | None = None,
 ) -> STSResult:
-    """Evaluate on STS tasks by name (see ``ALL_TASKS``) or on pair lists a user brings."""
+    """Evaluate on STS tasks by name (see ``ALL_TASKS``) or on pair lists a user brings, encoding in ``engine``
+    (default: :meth:`Engine.from_environment`)."""
     if not tasks:
         raise HardcseError("no STS tasks to evaluate")
     start = time.perf_counter()
     pairs = [load_sts_task(t) if isinstance(t, str) else t for t in tasks]
     sentences = sorted({s for task in pairs for s in (*task.sentences1, *task.sentences2)})
-    vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress)
+    engine = engine or Engine.from_environment()
+    vectors = encode(model, sentences, batch_size=batch_size, show_progress=show_progress, engine=engine)
     cosines = cosines_of_pairs(pairs, dict(zip(sentences, vectors, strict=True)))
     scores = {task.name: _spearman_x100(cosines[task.name], task.scores) for task in pairs}
-    engine = encoding_engine(model)
-    meta = {"engine": engine} | ({"precision": encoder_precision()} if engine == "openvino" else {})
+    used = encoding_engine(model, engine)
+    meta = {"engine": used} | ({"precision": engine.precision} if used == "openvino" else {})
     return STSResult(scores, time.perf_counter() - start, len(sentences), meta=meta, cosines=cosines)
 
 
-def sts_record(model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS) -> dict:
-    """What hardcse writes to ``eval.json``: the model's name, the scores by task, avg7, timing."""
-    return {"model": source, **evaluate_sts(model, tasks).to_dict()}
+def sts_record(
+    model: SentenceTransformer, source: str, tasks: Sequence[str | STSPairs] = ALL_TASKS, *, engine: Engine
+) -> dict:
+    """What hardcse writes to ``eval.json``: the model's name, the scores by task, avg7, timing, the engine."""
+    return {"model": source, **evaluate_sts(model, tasks, engine=engine).to_dict()}
 
 
 def write_sts_eval(
@@ -112,13 +117,15 @@ def write_sts_eval(
     tasks: Sequence[str | STSPairs] = ALL_TASKS,
     pooling: str = "default",
     device: str = "auto",
+    *,
+    engine: Engine,
 ) -> dict:
-    """Evaluate the encoder at ``model_source`` (with ``pooling``, on ``device``) and write its record to ``path``
-    (JSON, atomically)."""
+    """Evaluate the encoder at ``model_source`` (with ``pooling``, on ``device``, in ``engine``) and write its record
+    to ``path`` (JSON, atomically)."""
     from hardcse.atomic import write_json_atomic
     from hardcse.encoder.build import load_encoder
 
-    record = sts_record(load_encoder(model_source, pooling, device=device), model_source, tasks)
+    record = sts_record(load_encoder(model_source, pooling, device=device), model_source, tasks, engine=engine)
     write_json_atomic(path, record)
     return record
 
@@ -130,13 +137,20 @@ def sts_rows(records: dict[str, dict]) -> dict[str, dict[str, float]]:
 
 class STSEvaluator(BaseEvaluator):
     """A trainer evaluator: Spearman x 100 on one pair list, encoded at ``max_seq_length`` (the evaluation
-    length, which can differ from the shorter training length)."""
+    length, which can differ from the shorter training length) in ``engine`` (default: as :func:`evaluate_sts`)."""
 
-    def __init__(self, pairs: STSPairs, name: str = "sts-dev", max_seq_length: int | None = None) -> None:
+    def __init__(
+        self,
+        pairs: STSPairs,
+        name: str = "sts-dev",
+        max_seq_length: int | None = None,
+        engine: Engine | None = None,
+    ) -> None:
         super().__init__()
         self.pairs = pairs
         self.name = name
         self.max_seq_length = max_seq_length
+        self.engine = engine
         self.primary_metric = "spearman"
 
     def __call__(
@@ -146,20 +160,20 @@ class STSEvaluator(BaseEvaluator):
         if self.max_seq_length is not None:
             model.max_seq_length = self.max_seq_length
         try:
-            score = evaluate_sts(model, [self.pairs], show_progress=False).scores[self.pairs.name]
+            score = evaluate_sts(model, [self.pairs], show_progress=False, engine=self.engine).scores[self.pairs.name]
         finally:
             model.max_seq_length = training_length
         return self.prefix_name_to_metrics({"spearman": score}, self.name)
 
 
-def dev_evaluator(max_seq_length: int | None = None) -> STSEvaluator:
-    """STS-B dev as training selects checkpoints on it: its sentences encoded alone (the encoding engine of the
-    process), the encoder at ``max_seq_length``."""
-    return STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=max_seq_length)
+def dev_evaluator(max_seq_length: int | None, engine: Engine) -> STSEvaluator:
+    """STS-B dev as training selects checkpoints on it: its sentences encoded alone in the command's ``engine``, the
+    encoder at ``max_seq_length``."""
+    return STSEvaluator(load_sts_task(DEV_TASK), max_seq_length=max_seq_length, engine=engine)
 
 
-def dev_score(model: SentenceTransformer) -> float:
+def dev_score(model: SentenceTransformer, engine: Engine) -> float:
     """``model``'s STS-B dev scored as training scores its checkpoints (:func:`dev_evaluator` at the model's own
     length), so a trained model's best and a previous model's score compare like with like (an eval.json encodes
     the dev set among the whole suite's sentences, in other batches, which can move the last digits)."""
-    return next(iter(dev_evaluator(model.max_seq_length)(model).values()))
+    return next(iter(dev_evaluator(model.max_seq_length, engine)(model).values()))

@@ -11,6 +11,7 @@ from hardcse.art.reward.dual import TARGET_LABEL
 from hardcse.art.reward.shortcuts import shortcut_flags, word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
+from hardcse.engines import Engine
 
 # shortcut_measures' keys, as a table names them
 SHORTCUT_LABELS = {
@@ -62,17 +63,18 @@ def judge_records(
     n_examples: int = 5,
     cosine_encoder: SentenceTransformer | None = None,
     generator: GeneratorConfig | None = None,
+    engine: Engine | None = None,
 ) -> dict:
     """Measures over ``synthetic.jsonl`` records: accuracy over parsed outputs by ``judge`` (skipped when None);
-    cosines by ``cosine_encoder`` (default: the reward encoder's, as recorded), listed per item as well; the
-    shortcut rates (:func:`shortcut_measures`, the leak with the ``generator`` config that wrote them)."""
+    cosines by ``cosine_encoder`` in ``engine`` (default: the reward encoder's, as recorded), listed per item as
+    well; the shortcut rates (:func:`shortcut_measures`, the leak with the ``generator`` config that wrote them)."""
     result: dict = {"anchors": len(records), **shortcut_measures(records, generator)}
     for kind, target in TARGET_LABEL.items():
         rows = [r for r in records if r[kind] is not None]
         result[f"{kind}_parse_failure_rate"] = 1 - len(rows) / max(len(records), 1)
         anchors, outputs = [r["anchor"] for r in rows], [r[kind] for r in rows]
         if cosine_encoder is not None:
-            cosines = [float(c) for c in pair_cosines(cosine_encoder, anchors, outputs)]
+            cosines = [float(c) for c in pair_cosines(cosine_encoder, anchors, outputs, engine)]
         else:
             cosines = [r[f"{kind}_cosine"] for r in rows if r[f"{kind}_cosine"] is not None]
         result[f"{kind}_cosines"] = [round(c, 5) for c in cosines]

@@ -26,7 +26,7 @@ from hardcse.art.generator.model import base_model_source, load_generator, load_
 from hardcse.atomic import write_text_atomic
 from hardcse.cache import environment_digest
 from hardcse.devices import resolve_device, supports_bfloat16
-from hardcse.engines import resolve_engine
+from hardcse.engines import Engine
 from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
 
@@ -42,13 +42,14 @@ class GeneratedTexts:
 
 
 class TextGenerator:
-    """The generator in the chosen engine; ``generate`` writes one response per prompt. The tokenizer loads at once,
-    the model at the first call that is not read from the cache (so a fully cached generation loads none)."""
+    """The generator in ``engine`` (``self.engine``: torch or openvino on the generator's device); ``generate`` writes
+    one response per prompt. The tokenizer loads at once, the model at the first call that is not read from the
+    cache (so a fully cached generation loads none)."""
 
-    def __init__(self, source: str, config: GeneratorConfig, engine: str = "auto", cache: bool = False) -> None:
+    def __init__(self, source: str, config: GeneratorConfig, engine: Engine, cache: bool = False) -> None:
         self.source, self.config = source, config
         device = resolve_device(config.device, "generator.device")
-        self.engine = resolve_engine(engine, device)
+        self.engine = engine.on(device)
         self.tokenizer: PreTrainedTokenizerBase = load_tokenizer(resolve_model(base_model_source(source)))
         self._cache_key = None
         if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets

@@ -37,7 +37,7 @@ from hardcse.atomic import recover_dir, replace_dir
 from hardcse.cache import environment_digest, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.distributed import run_on_main, world_size
-from hardcse.engines import encoder_precision, resolve_engine
+from hardcse.engines import Engine
 from hardcse.fingerprint import files_digest
 from hardcse.machine import machine_kind
 from hardcse.paths import cache_dir
@@ -51,9 +51,10 @@ NOT_READ_BY_RL = ("filter", "decontamination", "anchors", "encoder", "discrimina
 ENTRY = re.compile(r"steps-(\d+)-[0-9a-f]+")
 
 
-def tuned_cache_dir(config: TuneConfig, train_anchors: list[str]) -> Path:
-    """``<cache>/tuned/KEY/steps-N-ANCHORS``: where a tuned generator of these inputs is kept (module doc)."""
-    return _entry(_family(config), config, train_anchors, config.rl.steps)
+def tuned_cache_dir(config: TuneConfig, train_anchors: list[str], engine: Engine) -> Path:
+    """``<cache>/tuned/KEY/steps-N-ANCHORS``: where a tuned generator of these inputs is kept (module doc), the
+    reward's cosines computed in ``engine``."""
+    return _entry(_family(config, engine), config, train_anchors, config.rl.steps)
 
 
 def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tuple[Path, int] | None:
@@ -69,14 +70,14 @@ def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tu
     return None
 
 
-def _family(config: TuneConfig) -> Path:
+def _family(config: TuneConfig, engine: Engine) -> Path:
     device = resolve_device(config.generator.device, "generator.device")
     scoring = resolve_device(config.device, "device")  # where the reward's encoder and discriminator score
-    engine = resolve_engine(config.engine, scoring)  # the reward's cosines: PyTorch or OpenVINO, at a precision
-    precision = encoder_precision() if engine == "openvino" else "-"
+    used = engine.on(scoring)  # the reward's cosines: PyTorch or OpenVINO, at a precision
+    precision = engine.precision if used == "openvino" else "-"
     header = (
         f"format {CACHE_FORMAT}\0bfloat16 {supports_bfloat16(device)}\0scoring {scoring.type} {machine_kind(scoring)}"
-        f"\0engine {engine} {precision}\0world size {world_size()}\0"  # rank r samples with seed + r * 1_000_003
+        f"\0engine {used} {precision}\0world size {world_size()}\0"  # rank r samples with seed + r * 1_000_003
     )
     digest = hashlib.sha256(header.encode())
     environment_digest(digest, device)  # hardcse's code, the libraries' versions, the generator's machine

@@ -30,6 +30,7 @@ from hardcse.atomic import replace_dir
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
 from hardcse.distributed import mean_over_ranks, rank, rank_block, run_on_main, world_size
 from hardcse.encoder.build import load_encoder
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
@@ -43,10 +44,12 @@ def tune_generator(
     final_dir: str | Path,
     train_anchors: list[str] | None = None,
     discriminator: NLIDiscriminator | None = None,
+    engine: Engine | None = None,
 ) -> Path:
     """Run ``config.rl.steps`` RL steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
     tuned generator to ``final_dir`` and returns it. Step ``t`` reads the ``t``-th slice of ``train_anchors``
-    (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``."""
+    (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``;
+    ``engine``: the command's, where the reward's cosines run (default: ``config.engine`` resolved)."""
     work, final = Path(work_dir), Path(final_dir)
     checkpoint = work / "checkpoint"
     work.mkdir(parents=True, exist_ok=True)
@@ -55,7 +58,8 @@ def tune_generator(
 
     # where it starts: a kept tuned generator (no RL), a checkpoint (a killed run's or a kept shorter tuning's), or
     # the generator itself
-    entry = tuned_cache_dir(config, train_anchors) if config.reuse else None
+    engine = engine or Engine.resolve(config.engine)
+    entry = tuned_cache_dir(config, train_anchors, engine) if config.reuse else None
     if entry is not None and is_cached(entry):  # tuned before on this machine from the same inputs
         log.info("the tuned generator of these inputs was kept in %s: copied, no RL", entry)
         run_on_main(lambda: copy_generator(entry, final))

@@ -43,6 +43,7 @@ from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
+from hardcse.engines import Engine
 from hardcse.stats import Interval, paired_bootstrap
 
 DUAL_TERMS = ("r1", "r2")
@@ -80,9 +81,10 @@ def per_anchor(
     encoder: SentenceTransformer,
     terms: Sequence[str] = DUAL_TERMS,
     generator: GeneratorConfig | None = None,
+    engine: Engine | None = None,
 ) -> dict[str, np.ndarray]:
     """The measures of ``synthetic.jsonl`` records (scored by a reward of ``terms``; written from the prompts of
-    ``generator``), one value per anchor (NaN = undefined)."""
+    ``generator``), one value per anchor (NaN = undefined); ``encoder``'s cosines computed in ``engine``."""
     n = len(records)
     out = {
         "reward": np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in records], dtype=np.float64),
@@ -95,7 +97,7 @@ def per_anchor(
         cosine = np.full(n, np.nan)
         if rows:
             anchors, outputs = [records[i]["anchor"] for i in rows], [records[i][kind] for i in rows]
-            cosine[rows] = pair_cosines(encoder, anchors, outputs)
+            cosine[rows] = pair_cosines(encoder, anchors, outputs, engine)
             parsed[rows, k] = True
             if judge is not None:
                 correct[rows, k] = judge.predict_proba(anchors, outputs).argmax(axis=1) == target
@@ -135,12 +137,13 @@ def compare(
     encoder: SentenceTransformer,
     terms: Sequence[str] = DUAL_TERMS,
     generator: GeneratorConfig | None = None,
+    engine: Engine | None = None,
 ) -> dict:
     """Each measure: raw and tuned means with their intervals, and tuned - raw with its paired interval (both sides
-    prompted with ``generator``'s demonstrations)."""
+    prompted with ``generator``'s demonstrations; cosines in ``engine``)."""
     if [r["anchor"] for r in raw] != [r["anchor"] for r in tuned]:
         raise ValueError("the raw and the tuned records must be for the same anchors in the same order")
-    a, b = per_anchor(raw, judge, encoder, terms, generator), per_anchor(tuned, judge, encoder, terms, generator)
+    a, b = (per_anchor(side, judge, encoder, terms, generator, engine) for side in (raw, tuned))
     result: dict = {"anchors": len(raw), "measures": measures(terms)}
     for name in result["measures"]:
         if not np.isfinite(a[name]).any() and not np.isfinite(b[name]).any():
@@ -186,12 +189,14 @@ def held_out_comparison(
     tuned_generator: str,
     work_dir: Path,
     n_anchors: int,
+    engine: Engine | None = None,
 ) -> dict:
     """The raw (``config.generator.model``) and the tuned generator write for the first ``n_anchors`` held-out
     anchors at the synthesis temperature (the raw one's texts cached: written once per machine and set-up), scored
     by the reward of the round (``reward_encoder`` judged difficulty during tuning), judged by ``config.judge`` and
-    measured by the starting encoder. Both sides' records go to ``work_dir/{raw,tuned}/``; returns
-    :func:`compare`'s result."""
+    measured by the starting encoder, all in ``engine`` (the command's; default: ``config.engine`` resolved). Both
+    sides' records go to ``work_dir/{raw,tuned}/``; returns :func:`compare`'s result."""
+    engine = engine or Engine.resolve(config.engine)
     anchors = split_anchors(config.anchors).held_out[:n_anchors]
     reward = Reward(discriminator, reward_encoder, config.reward)
     generation = config.generator
@@ -207,12 +212,12 @@ def held_out_comparison(
             reward,
             config.filter,
             work_dir / side,
-            engine=config.engine,
+            engine=engine,
             cache_generations=side == "raw" or config.reuse,
         )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     cosine_encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     terms = [t.name for t in reward.terms]
-    result = compare(records["raw"], records["tuned"], judge, cosine_encoder, terms, config.generator)
+    result = compare(records["raw"], records["tuned"], judge, cosine_encoder, terms, config.generator, engine)
     return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}

@@ -33,6 +33,7 @@ from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
 from hardcse.data.triplets import write_triplets
 from hardcse.distributed import gather_objects, rank_share, run_on_main
+from hardcse.engines import Engine
 
 
 @dataclass
@@ -66,7 +67,7 @@ def synthesize(
     both_negatives: bool = False,
     mining: MiningConfig | None = None,
     decontamination: DecontaminationConfig | None = None,
-    engine: str = "auto",
+    engine: Engine | None = None,
     cache_generations: bool = False,
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
@@ -76,11 +77,14 @@ def synthesize(
     generated one, then the mined one, ``mined_negative`` in the record: two negative columns).
     A triplet that passes the filter but has a text matching an evaluation text (``decontamination``, on by
     default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
-    where the generator runs (hardcse/engines.py; OpenVINO samples one stream per batch, see module doc);
+    where the generator runs (hardcse/engines.py, default :meth:`Engine.from_environment`; OpenVINO samples one
+    stream per batch, see module doc);
     ``cache_generations``: reuse the texts of an identical earlier generation (hardcse/art/generator/texts.py)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    generator = TextGenerator(generator_source, generation, engine, cache=cache_generations)
+    generator = TextGenerator(
+        generator_source, generation, engine or Engine.from_environment(), cache=cache_generations
+    )
     tokenizer = generator.tokenizer
     written_kinds = ("positive",) if mine_from is not None and not both_negatives else ("positive", "negative")
     tokens = 0
