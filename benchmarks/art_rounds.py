@@ -19,7 +19,8 @@ dev gating; record_assay.py), one run at a time.
 
 Each finished run leaves a compact record in the repository, benchmarks/results/art_evidence/records/NAME-seed-S/
 (``RECORD_FILES``: config, manifest, log, every round's eval.json with per-pair cosines, held-out comparison,
-synthesis, measures, training, kept triplets and RL log; no weights, no full generations), and each assay its
+synthesis, measures, training, kept triplets and RL log, the large ones gzipped by record_files.py; no weights, no
+full generations, no plots: a page rebuild draws them again), and each assay its
 evaluations in benchmarks/results/art_evidence/assay/, so evidence outlives a session: a plain run skips what is
 recorded (and refuses a record whose config differs from what its config builds today), and ``--skip-runs``
 rebuilds benchmarks/results/art_evidence.md and its plots (art_evidence_tables.py) from the records alone: the
@@ -63,6 +64,7 @@ from provenance import (
 )
 from record import RESULTS, write_record
 from record_assay import assay_record, refuse_mixed_assays, training_triplets
+from record_files import compress, unpacked
 
 RUNS = {
     name: f"configs/{name}.yaml"
@@ -158,8 +160,8 @@ def is_finished(folder: Path) -> bool:
 
 
 def keep_run(run_dir: Path, record: Path) -> None:
-    """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place), with
-    ``NLI_RECORD``: which NLI models the run used, by their weights' digest."""
+    """Copy ``RECORD_FILES`` of a finished run folder to ``record`` (written aside, then moved into place; the large
+    ones compressed: record_files), with ``NLI_RECORD``: which NLI models the run used, by their weights' digest."""
     partial = record.with_name(record.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for pattern in RECORD_FILES:
@@ -168,6 +170,7 @@ def keep_run(run_dir: Path, record: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
     write_nli_record(partial)
+    compress(partial)
     shutil.rmtree(record, ignore_errors=True)
     partial.rename(record)
 
@@ -319,6 +322,23 @@ def write_page(
     refuse_mixed_machines(runs)
     refuse_mixed_nli(runs)
     EVIDENCE.mkdir(parents=True, exist_ok=True)
+    commands = [
+        *(
+            " ".join(["hardcse art run --config", RUNS[n], "--out", str(run_folder(Path("runs"), n, s))])
+            + "".join(f" {o}" for o in seed_overrides(n, s))
+            for n, s in names
+            if is_finished(record_dir(n, s))
+        ),
+        rebuild_command(only, seeds, train_seeds, page) + "   # this file",
+    ]
+    with unpacked(folders) as plain:  # run folders as hardcse reads them; nothing is written into the records
+        text = page_text(plain, commands, train_seeds, page)
+    print("\n".join(text.splitlines()[: 12 + len(folders)]))
+
+
+def page_text(folders: list[Path], commands: list[str], train_seeds: list[int], page: str) -> str:
+    """Write the page ``page`` and its plots from ``folders`` (the records, unpacked) and the ``commands`` that
+    made them; its text."""
     comparison = evidence_comparison(setting_groups(folders))
     assay = evidence_comparison(assay_groups(folders, ASSAY, train_seeds))
     metas = {f.name: json.loads((ASSAY / f"{f.name}.json").read_text("utf-8")) for f in folders}
@@ -338,15 +358,6 @@ def write_page(
             }
         ),
     ]
-    commands = [
-        *(
-            " ".join(["hardcse art run --config", RUNS[n], "--out", str(run_folder(Path("runs"), n, s))])
-            + "".join(f" {o}" for o in seed_overrides(n, s))
-            for n, s in names
-            if is_finished(record_dir(n, s))
-        ),
-        rebuild_command(only, seeds, train_seeds, page) + "   # this file",
-    ]
     lines = [
         *answer_lines(assay, comparison),
         *assay_lines(assay, train_seeds, ASSAY_STEPS, assays, {name: meta["rows"] for name, meta in metas.items()}),
@@ -363,10 +374,9 @@ def write_page(
         report = report.replace("](plots/", f"]({EVIDENCE.name}/{folder.name}-").replace("\n## ", "\n### ")
         lines += [report.replace("# ART run", "## ART run", 1), ""]
     # the records' own dates in the title, not today's: a rebuild from the records is byte-identical on any day
-    text = write_record(
+    return write_record(
         page, TITLE, lines, command=commands, machine=provenance, date=", ".join(made), machine_first=True
     )
-    print("\n".join(text.splitlines()[: 12 + len(folders)]))
 
 
 DEFAULT_SEED = 42

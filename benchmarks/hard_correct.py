@@ -44,12 +44,13 @@ from hard_correct_tables import (
 )
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
-from hardcse.data.triplets import read_triplets, write_triplets
+from hardcse.data.triplets import write_triplets
 from hardcse.evaluation.compare import compare_groups, write_comparison
 from hardcse.evaluation.results import Result
 from provenance import machine_line, nli_line, recorded_runs
 from record import RESULTS, write_record
-from record_assay import assay_record, assayed
+from record_assay import assay_record, assayed, read_stored_triplets
+from record_files import exists, plain_file
 
 RECORDS = RESULTS / "hard_correct" / "records"
 ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json
@@ -133,7 +134,7 @@ def assay_groups(records: list[Path], train_seeds: list[int]) -> dict[str, list[
     groups: dict[str, list[Result]] = {}
     for record in records:
         variant, generation = variant_of(record.name)
-        data = read_triplets(record / "round_1" / "triplets.csv")
+        data = read_stored_triplets(record / "round_1" / "triplets.csv")
         groups.setdefault(variant, []).extend(assayed(record.name, ASSAY, train_seeds, generation, data))
     return groups
 
@@ -163,7 +164,7 @@ def main() -> None:
         nli_models(runs_dir, args.linked_nli)
         for record in records:
             folder = runs_dir / "hard-correct" / record.name
-            if (record / "round_1" / "triplets.csv").is_file():
+            if exists(record / "round_1" / "triplets.csv"):
                 print(f"recorded: {record}", flush=True)
             else:
                 name, seed = variant_of(record.name)
@@ -174,18 +175,18 @@ def main() -> None:
                 keep_run(folder, record)
             if not (record / GUARD_DROPPED).is_file():  # records made before this file was: from their run folder
                 write_guard_dropped(folder, record)
-    missing = [r for r in records if not (r / "round_1" / "triplets.csv").is_file()]
+    missing = [r for r in records if not exists(r / "round_1" / "triplets.csv")]
     if missing:
         sys.exit(f"error: not recorded yet: {', '.join(r.name for r in missing)}; run without --skip-runs first")
-    kept = {r.name: len(read_triplets(r / "round_1" / "triplets.csv")) for r in records}
+    kept = {r.name: len(read_stored_triplets(r / "round_1" / "triplets.csv")) for r in records}
     rows = min(270, *kept.values())
     print(json.dumps({"kept": kept, "rows": rows}), flush=True)
     judged = judged_kept(records, runs_dir / "nli-judge")  # before the assay: a wrong judge fails at once
     if not args.skip_runs:
         for record in records:
-            triplets = record / "round_1" / "triplets.csv"
             work = runs_dir / "hard-correct" / "assay"
-            assay_record(record.name, triplets, ASSAY, work, args.train_seeds, rows, ASSAY_STEPS)
+            with plain_file(record / "round_1" / "triplets.csv") as triplets:  # `hardcse assay --data` reads it
+                assay_record(record.name, triplets, ASSAY, work, args.train_seeds, rows, ASSAY_STEPS)
     groups = assay_groups(records, args.train_seeds)
     comparison = compare_groups(groups, assay_pairs(list(groups)))
     assays = [a for r in records for a in json.loads((ASSAY / f"{r.name}.json").read_text("utf-8"))["assays"]]

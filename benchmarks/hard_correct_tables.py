@@ -10,15 +10,16 @@ import numpy as np
 
 from art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
 from art_rounds import model_digest
-from hardcse.art.analysis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
+from hardcse.art.synthesis.heldout import SHORTCUT_AND_DIFFICULTY
 from hardcse.config import load_config
 from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
 from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
 from provenance import NLI_RECORD
+from record_assay import read_stored_triplets
 
 GUARDS = ("negative_entailed", "mined_negative_entailed", "positive_is_negative")  # the filter's last checks
 GUARD_DROPPED = "round_1/guard_dropped.csv"  # a record's triplets that only GUARDS dropped
@@ -35,7 +36,7 @@ def data_rows(records: list[Path]) -> list[str]:
         "|---|---:|" + "---:|" * (len(SHORTCUT_LABELS) + len(HELDOUT)),
     ]
     for record in records:
-        triplets = read_triplets(record / "round_1" / "triplets.csv")
+        triplets = read_stored_triplets(record / "round_1" / "triplets.csv")
         rates = triplet_shortcuts(triplets, load_config(ArtRunConfig, record / "config.yaml").generator)
         cells = [f"{rates[k]:.3f}" if rates.get(k) is not None else "-" for k in SHORTCUT_LABELS]
         held = held_out(record)
@@ -46,7 +47,7 @@ def data_rows(records: list[Path]) -> list[str]:
 
 def heldout_detail_rows(records: list[Path]) -> list[str]:
     """Per recorded run that tuned: the held-out tuned - raw generator of issue 41's measures (correctness per kind,
-    the cosine of judged-correct answers, the shortcuts; hardcse/art/analysis/heldout.py), where its round has them."""
+    the cosine of judged-correct answers, the shortcuts; hardcse/art/synthesis/heldout.py), where its round has them."""
     lines = [
         "Held-out, tuned - raw generator (300 anchors; paired 95% intervals):",
         "",
@@ -103,7 +104,7 @@ def judged_kept(records: list[Path], judge_dir: Path) -> Judged:
 
     judged = {}
     for record in records:
-        kept = read_triplets(record / "round_1" / "triplets.csv")
+        kept = read_stored_triplets(record / "round_1" / "triplets.csv")
         judged[record.name] = verdicts(kept)
         if (record / GUARD_DROPPED).is_file() and (dropped := read_triplets(record / GUARD_DROPPED)):
             judged[record.name + UNGUARDED] = verdicts(kept + dropped)

@@ -24,6 +24,7 @@ from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.evaluation.results import Result
 from hardcse.run_folder import git_commit
 from record import stamp
+from record_files import plain_file
 
 
 def training_triplets(record: Path) -> list[Triplet]:
@@ -31,7 +32,13 @@ def training_triplets(record: Path) -> list[Triplet]:
     config = yaml.safe_load((record / "config.yaml").read_text(encoding="utf-8"))
     rounds = sorted(record.glob("round_[1-9]*"), key=lambda p: int(p.name.split("_")[1]))
     per_round = config.get("triplets_per_round")
-    return [t for r in rounds for t in read_triplets(r / "triplets.csv")[:per_round]]
+    return [t for r in rounds for t in read_stored_triplets(r / "triplets.csv")[:per_round]]
+
+
+def read_stored_triplets(path: Path) -> list[Triplet]:
+    """A record's triplets file, kept plain or compressed (record_files)."""
+    with plain_file(path) as plain:
+        return read_triplets(plain)
 
 
 def triplets_digest(triplets: list[Triplet]) -> str:

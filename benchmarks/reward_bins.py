@@ -32,6 +32,7 @@ from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from record import RESULTS, write_record  # noqa: E402
+from record_files import exists, read_text  # noqa: E402
 
 REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard-correct")
 POOL = [(setting, seed) for setting in ("cpu-full", "cpu-full-grpo") for seed in (42, 1, 2)]  # PPO, GRPO records
@@ -43,9 +44,9 @@ def pool() -> list[dict]:
     for setting, seed in POOL:
         if not is_finished(record_dir(setting, seed)):
             sys.exit(f"error: {record_dir(setting, seed)} is not a finished record; run benchmarks/art_rounds.py")
-    paths = [p for s in POOL for p in sorted(record_dir(*s).glob("round_*/generator/completions.jsonl"))]
-    for path in paths:
-        for line in path.read_text(encoding="utf-8").splitlines():
+    paths = [r / "generator" / "completions.jsonl" for s in POOL for r in sorted(record_dir(*s).glob("round_*"))]
+    for path in filter(exists, paths):  # each kept plain or compressed (record_files)
+        for line in read_text(path).splitlines():
             row = json.loads(line)
             if row["answer"] is not None:
                 rows.append(row)

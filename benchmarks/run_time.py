@@ -18,6 +18,7 @@ from pathlib import Path
 
 from provenance import recorded_runs
 from record import RESULTS, write_record
+from record_files import exists, read_text
 
 RECORDS = RESULTS / "hard_correct" / "records"
 EVIDENCE = RESULTS / "art_evidence" / "records"
@@ -86,7 +87,7 @@ def stage_seconds(record: Path) -> dict[str, float]:
 def step_means(record: Path) -> dict[str, float] | None:
     """Mean seconds of each STEP_PARTS over the RL steps the run logged; None where it logged none."""
     path = record / "round_1" / "generator" / "rl_log.jsonl"
-    steps = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.is_file() else []
+    steps = [json.loads(line) for line in read_text(path).splitlines()] if exists(path) else []
     steps = [s for s in steps if all(k in s for k in STEP_PARTS)]
     return {k: sum(s[k] for s in steps) / len(steps) for k in STEP_PARTS} if steps else None
 

@@ -9,12 +9,12 @@ records committed so far, and every table can be rebuilt from the records alone 
 
 from __future__ import annotations
 
-import gzip
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from record import RESULTS
+from record_files import compress
 
 DEFAULT_SEEDS = [1, 2, 3]
 
@@ -24,18 +24,19 @@ def record_dir(bench: str, name: str, seed: int) -> Path:
 
 
 def keep_record(run_dir: Path, dest: Path, files: list[str], eval_file: str = "eval.json") -> None:
-    """config.yaml, ``eval_file`` (gzipped, as eval.json.gz; an ART run's is in its last round's folder),
+    """config.yaml, ``eval_file`` (gzipped, as eval.json.gz: record_files.compress; an ART run's is in its last
+    round's folder),
     manifest.json (the run's machine and date, for tables rebuilt on another day; benchmarks/provenance.py) and
     ``files`` (paths inside the run folder, kept by their base name)."""
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     shutil.copyfile(run_dir / "config.yaml", partial / "config.yaml")
-    with gzip.open(partial / "eval.json.gz", "wb", compresslevel=9) as fh:
-        fh.write((run_dir / eval_file).read_bytes())
+    shutil.copyfile(run_dir / eval_file, partial / "eval.json")
     for name in ["manifest.json", *files]:
         if (run_dir / name).is_file():
             shutil.copyfile(run_dir / name, partial / Path(name).name)
+    compress(partial)
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
 
