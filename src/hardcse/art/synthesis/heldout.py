@@ -35,6 +35,7 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import ArtRunConfig, GeneratorConfig
+from hardcse.art.log_keys import DUAL_KEYS
 from hardcse.art.reward.dual import TARGET_LABEL, Reward
 from hardcse.art.reward.shortcuts import shortcut_flags
 from hardcse.art.synthesis.anchors import split_anchors
@@ -46,10 +47,8 @@ from hardcse.encoder.encode import pair_cosines
 from hardcse.engines import Engine
 from hardcse.stats import Interval, paired_bootstrap
 
-DUAL_TERMS = ("r1", "r2")
 
-
-def measures(terms: Sequence[str] = DUAL_TERMS) -> list[str]:
+def measures(terms: Sequence[str] = DUAL_KEYS) -> list[str]:
     """The measures' names in table order, for a reward of ``terms``."""
     return [
         "reward",
@@ -79,7 +78,7 @@ def per_anchor(
     records: list[dict],
     judge: NLIDiscriminator | None,
     encoder: SentenceTransformer,
-    terms: Sequence[str] = DUAL_TERMS,
+    terms: Sequence[str] = DUAL_KEYS,
     generator: GeneratorConfig | None = None,
     engine: Engine | None = None,
 ) -> dict[str, np.ndarray]:
@@ -135,7 +134,7 @@ def compare(
     tuned: list[dict],
     judge: NLIDiscriminator | None,
     encoder: SentenceTransformer,
-    terms: Sequence[str] = DUAL_TERMS,
+    terms: Sequence[str] = DUAL_KEYS,
     generator: GeneratorConfig | None = None,
     engine: Engine | None = None,
 ) -> dict:
