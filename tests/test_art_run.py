@@ -57,6 +57,7 @@ def test_round_anchors_are_disjoint_and_synthesis_comes_first():
         round_anchors(train, ArtRunConfig(rounds=3, synthesis_anchors=100, rl=config.rl))
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
     run = tmp_path / "runs" / "tiny"
     assert main(["art", "run", "--config", str(run_config), "--out", str(run)]) == 0
@@ -226,6 +227,7 @@ def test_bad_run_configs_fail_before_any_work(run_config, tmp_path, override, me
     assert not (tmp_path / "bad").exists()
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_killed_inside_and_between_stages_resume_gives_the_same_run(run_config, tmp_path):
     config = load_config(ArtRunConfig, run_config)
     reference = tmp_path / "reference"

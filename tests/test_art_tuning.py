@@ -30,6 +30,7 @@ def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):
         split_anchors(AnchorConfig(corpus=str(corpus), held_out=1000))
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_tune_resume_generate_judge(tiny_tune_overrides, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
     overrides = [
         *tiny_tune_overrides,
@@ -103,6 +104,7 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors, seed=8) != one  # and the seed matters
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true: the second tuning of the same inputs copies the first's generator and runs no RL; a change RL
     reads (a reward weight) tunes again, a change it does not read (the filter) does not."""
@@ -132,6 +134,7 @@ def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, 
     assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 2
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_reuse_continues_a_kept_shorter_tuning_of_the_same_anchors(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true: a 3-step tuning whose first 2 steps were kept continues from them (one RL step, not three) and
     ends with the adapter, value head, optimizer and log an uninterrupted 3-step tuning ends with; steps that read

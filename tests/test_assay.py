@@ -42,6 +42,7 @@ def assay(tiny_encoder_dir, files, out, *extra):
     )
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_each_file_trains_the_same_fixed_schedule_and_is_compared_with_the_first(
     tiny_encoder_dir, two_files, tmp_path, capsys
 ):
@@ -78,6 +79,7 @@ def test_each_file_trains_the_same_fixed_schedule_and_is_compared_with_the_first
     assert seed_1 != seed_2  # the training seed matters (shuffle), so seeds are worth averaging over
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_models_are_not_kept_unless_asked(tiny_encoder_dir, two_files, tmp_path):
     out = tmp_path / "assay"
     assert assay(tiny_encoder_dir, two_files[:1], out, "rows=4") == 0

@@ -135,6 +135,7 @@ def test_two_processes_on_a_cold_cache_both_get_the_one_generator_conversion(tmp
     assert tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 @openvino
 def test_two_processes_on_a_cold_cache_both_get_the_one_generator_export(tiny_lm_dir, tmp_path):
     script = f"""
@@ -147,6 +148,7 @@ def test_two_processes_on_a_cold_cache_both_get_the_one_generator_export(tiny_lm
     assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(outputs[0].strip())]
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tiny_lm_dir, tmp_path):
     script = f"""
         import json
@@ -164,6 +166,7 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tin
     assert len(list((tmp_path / "generations").iterdir())) == 1
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tune_overrides, tmp_path, monkeypatch):
     from hardcse.art.config import TuneConfig
     from hardcse.art.rl.tuned_cache import tuned_cache_dir
@@ -190,6 +193,7 @@ def test_two_processes_on_a_cold_cache_both_keep_the_one_tuned_generator(tiny_tu
     assert entry.is_dir() and not list(entry.parent.glob("*partial*"))
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_two_processes_on_a_cold_cache_write_and_agree_on_an_encoders_evaluation(tiny_encoder_dir, tmp_path):
     script = f"""
         from hardcse.evaluation.results import cached_eval
@@ -256,6 +260,7 @@ def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, m
     assert term.__module__ == load_term_function(str(tmp_path / "b" / "t.py") + ":term").__module__
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and_the_code(
     tiny_encoder, tiny_encoder_dir, tmp_path, monkeypatch
 ):

@@ -184,6 +184,7 @@ def _tiny_overrides(tiny_encoder_dir, task_folder) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_path, capsys):
     overrides = _tiny_overrides(tiny_encoder_dir, task_folder)
     config = load_config(CurriculumConfig, None, overrides)
@@ -218,6 +219,7 @@ def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_pa
     assert not (tmp_path / "p2").exists()
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_killed_inside_training_resumes_without_redoing_the_plan(task_folder, tiny_encoder_dir, tmp_path):
     config_file = tmp_path / "c.yaml"
     config_file.write_text("task_order: anneal\n")

@@ -424,6 +424,7 @@ def test_config_mistakes_fail_before_work(tmp_path, tiny_encoder_dir, nli_file, 
         tiny_config(tiny_encoder_dir, nli_file, corpus, **changes)
 
 
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_killed_inside_stage2_resumes_without_redoing_stage1(tmp_path, tiny_encoder_dir, nli_file, corpus):
     config = tmp_path / "c.yaml"
     config.write_text(f"encoder: {tiny_encoder_dir}\nnli_files: [{nli_file}]\nunlabeled: {corpus}\n")
