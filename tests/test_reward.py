@@ -98,3 +98,25 @@ def test_the_reward_by_cosine_bin_by_hand():
     empty = bins[("negative", "0.60-0.75")]
     assert (empty.n, empty.reward, empty.p_target) == (0, None, None)
     assert reward_by_cosine_bin(parts, kinds)[0].judged_correct is None  # no judge, no verdict
+
+
+def test_the_rewards_cosines_run_in_the_engine_it_was_given_not_the_environments(monkeypatch):
+    """A command passes its engine to the reward: the encoder's cosines (and a term's encode) run there whatever
+    HARDCSE_ENGINE says, so the tuned generator's cache key (which names the command's engine) tells the truth."""
+    import hardcse.art.reward.dual as dual
+    from hardcse.art.generator.parsing import Parsed
+    from hardcse.engines import Engine
+
+    class Discriminator:
+        def predict_proba(self, premises, hypotheses):
+            return np.tile([0.8, 0.1, 0.1], (len(premises), 1))
+
+    seen = []
+    monkeypatch.setattr(
+        dual, "pair_cosines", lambda model, xs, ys, engine=None: seen.append(engine) or np.ones(len(xs))
+    )
+    monkeypatch.setenv("HARDCSE_ENGINE", "openvino")
+    reward = dual.Reward(Discriminator(), object(), RewardConfig(), Engine("torch"))
+    parsed = [Parsed(sentence="A man sleeps.")]
+    reward(["A man rests."], parsed, ["positive"])
+    assert seen == [Engine("torch")]

@@ -189,7 +189,8 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     def run_synthesis(_: Path) -> None:
         from hardcse.art.reward.dual import Reward
 
-        reward = Reward(run.discriminator, load_encoder(encoder_source, pooling, device=config.device), config.reward)
+        encoder = load_encoder(encoder_source, pooling, device=config.device)
+        reward = Reward(run.discriminator, encoder, config.reward, run.engine)
         generation = config.generator
         if config.synthesis_temperature is not None:
             generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)

@@ -172,7 +172,8 @@ def synthesis_run(
 
         def build(_: Path) -> None:
             discriminator = load_discriminator(config.discriminator, config.device)
-            reward = Reward(discriminator, load_encoder(config.encoder, device=config.device), config.reward)
+            encoder = load_encoder(config.encoder, device=config.device)
+            reward = Reward(discriminator, encoder, config.reward, engine)
             synthesize(
                 source,
                 texts,

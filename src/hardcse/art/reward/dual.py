@@ -29,6 +29,7 @@ from hardcse.art.term_loading import load_term_function
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import encode, pair_cosines
+from hardcse.engines import Engine
 
 TARGET_LABEL = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
 
@@ -140,10 +141,17 @@ class Reward:
     """Scores parsed responses with every term of the reward (the dual reward's: the discriminator and the
     current encoder)."""
 
-    def __init__(self, discriminator: NLIDiscriminator, encoder: SentenceTransformer, config: RewardConfig) -> None:
+    def __init__(
+        self,
+        discriminator: NLIDiscriminator,
+        encoder: SentenceTransformer,
+        config: RewardConfig,
+        engine: Engine | None = None,
+    ) -> None:
         self.discriminator = discriminator
         self.encoder = encoder
         self.config = config
+        self.engine = engine or Engine.from_environment()  # the command's: where the encoder's cosines run
         self.terms = reward_terms(config)
 
     def __call__(self, anchors: Sequence[str], parsed: Sequence[Parsed], kinds: Sequence[str]) -> RewardParts:
@@ -160,11 +168,11 @@ class Reward:
             probs = self.discriminator.predict_proba(xs, ys)
             all_probs[idx] = probs
             p_target[idx] = probs[np.arange(len(idx)), [TARGET_LABEL[kinds[i]] for i in idx]]
-            cosine[idx] = pair_cosines(self.encoder, xs, ys)
+            cosine[idx] = pair_cosines(self.encoder, xs, ys, self.engine)
         context = TermContext(
             nli_probs=all_probs,
             cosine=cosine,
-            encode=lambda texts: encode(self.encoder, texts),
+            encode=lambda texts: encode(self.encoder, texts, engine=self.engine),
             nli=lambda premises, hypotheses: self.discriminator.predict_proba(premises, hypotheses),
         )
         answers = [p.sentence if p.ok else None for p in parsed]

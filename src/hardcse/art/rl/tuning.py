@@ -66,7 +66,8 @@ def tune_generator(
         rl_log.report_kept(final)
         return final
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
-    reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device=config.device), config.reward)
+    encoder = load_encoder(config.encoder, config.pooling, device=config.device)
+    reward = Reward(discriminator, encoder, config.reward, engine)
     check_rank_shares(config.rl)
     resuming = continue_tuning(entry, config, train_anchors, work, rl_log)
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process

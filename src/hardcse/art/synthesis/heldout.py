@@ -197,7 +197,7 @@ def held_out_comparison(
     sides' records go to ``work_dir/{raw,tuned}/``; returns :func:`compare`'s result."""
     engine = engine or Engine.resolve(config.engine)
     anchors = split_anchors(config.anchors).held_out[:n_anchors]
-    reward = Reward(discriminator, reward_encoder, config.reward)
+    reward = Reward(discriminator, reward_encoder, config.reward, engine)
     generation = config.generator
     if config.synthesis_temperature is not None:
         generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
