@@ -74,7 +74,7 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
     from hardcse.art.generator.openvino import export_generator
     from hardcse.art.reward.dual import Reward
     from hardcse.art.synthesis.triplets import synthesize
-    from hardcse.engines import select_engine
+    from hardcse.engines import Engine
     from hardcse.paths import cache_dir
 
     # a fresh export cache, so each export below is made and timed (the bundled float checkpoint is reused)
@@ -89,15 +89,14 @@ def synthesis_speed(config, anchors, reward_parts, work: Path, settings: list[tu
         generation = dataclasses.replace(
             config.generator, dtype=dtype, openvino_weights=weights, batch_size=batch, openvino_batch_size=batch
         )
-        select_engine(engine)
         row = {"engine": engine, "dtype": dtype, "weights": weights if engine == "openvino" else "-", "rows": batch}
         if engine == "openvino":
             start = time.perf_counter()
             export_generator(generation.model, generation)
             row["export_s"] = round(time.perf_counter() - start, 1)
-        reward = Reward(*reward_parts, config.reward)
+        reward = Reward(*reward_parts, config.reward, Engine(engine))
         out = work / f"synth-{engine}-{dtype}-{weights}-{batch}"
-        report = synthesize(generation.model, anchors, generation, reward, config.filter, out, engine=engine)
+        report = synthesize(generation.model, anchors, generation, reward, config.filter, out, engine=Engine(engine))
         rows.append(
             row | {"tokens_per_second": round(report.tokens_per_second, 1), "seconds": round(report.seconds, 1)}
         )
@@ -165,15 +164,15 @@ def trained_encoder(work: Path) -> str:
 
 def eval_speed(source: str = "bundled:minilm-l6") -> list[dict]:
     from hardcse.encoder.build import load_encoder
-    from hardcse.engines import select_engine
+    from hardcse.engines import Engine
     from hardcse.evaluation.sts import evaluate_sts
 
     rows, reference = [], None
     for engine, precision in (("torch", "auto"), ("openvino", "auto"), ("openvino", "float32")):
-        select_engine(engine, precision=precision)
+        chosen = Engine(engine, precision)
         model = load_encoder(source)
-        evaluate_sts(model, ["STS-B-dev"], show_progress=False)  # warm-up (and OpenVINO's conversion)
-        result = evaluate_sts(model, show_progress=False)
+        evaluate_sts(model, ["STS-B-dev"], show_progress=False, engine=chosen)  # warm-up (and OpenVINO's conversion)
+        result = evaluate_sts(model, show_progress=False, engine=chosen)
         reference = reference or result.scores
         diff = max(abs(result.scores[t] - reference[t]) for t in reference)
         per_task = {t: round(result.scores[t] - reference[t], 4) for t in reference}
@@ -198,13 +197,13 @@ def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_promp
     from hardcse.art.synthesis.heldout import per_anchor
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.engines import select_engine
+    from hardcse.engines import Engine
     from hardcse.stats import paired_bootstrap
 
     greedy = dataclasses.replace(config.generator, dtype="float32", top_k=1)
     texts = {}
     for engine in ("torch", "openvino"):
-        generator = TextGenerator(greedy.model, greedy, engine)
+        generator = TextGenerator(greedy.model, greedy, Engine(engine))
         half = greedy_prompts // 2
         kinds = ["positive"] * half + ["negative"] * (greedy_prompts - half)
         prompts = render_prompts(generator.tokenizer, (anchors * 2)[:greedy_prompts], kinds, greedy)
@@ -213,20 +212,19 @@ def agreement(config, anchors: list[str], reward_parts, work: Path, greedy_promp
 
     measures, files = {}, {}
     for name, engine in (("torch", "torch"), ("openvino", "openvino"), ("openvino-rerun", "openvino")):
-        select_engine(engine)
         out = work / f"agree-{name}"
         synthesize(
             greedy.model,
             anchors,
             config.generator,
-            Reward(*reward_parts, config.reward),
+            Reward(*reward_parts, config.reward, Engine(engine)),
             config.filter,
             out,
-            engine=engine,
+            engine=Engine(engine),
         )
         files[name] = (out / "synthetic.jsonl").read_bytes()
         records = read_jsonl(out / "synthetic.jsonl")
-        held_out = per_anchor(records, None, reward_parts[1])  # the held-out stage's own per-anchor measures
+        held_out = per_anchor(records, None, reward_parts[1], engine=Engine(engine))  # the held-out stage's measures
         measures[name] = {
             "parse_failure": held_out["parse_failure"],
             "reward": held_out["reward"],
