@@ -35,6 +35,7 @@ from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
+from hardcse.engines import Engine
 from hardcse.stats import bootstrap_mean, paired_bootstrap
 from record import write_record
 
@@ -87,7 +88,7 @@ SETUPS: dict[str, tuple[str, list[str]]] = {
 def measure(config: ArtRunConfig, anchors: list[str], engine: str, temperature: float) -> dict:
     """Per anchor and kind: parsed (1/0) and reason; tokens written per row; seconds."""
     generation = dataclasses.replace(config.generator, sampling_temperature=temperature)
-    generator = TextGenerator(generation.model, generation, engine)
+    generator = TextGenerator(generation.model, generation, Engine(engine))
     kinds = [kind for kind in KINDS for _ in anchors]
     rows = anchors * len(KINDS)
     prompts = render_prompts(generator.tokenizer, rows, kinds, generation)
