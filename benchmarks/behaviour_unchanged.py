@@ -79,7 +79,9 @@ def main() -> None:
         lines.append(f"| {label} | {counts} | {same} of {len(artefacts)} | {', '.join(off) or 'none'} |")
     lines += ["", "Key artefacts: generations (synthetic.jsonl), triplets, weights (.safetensors), the RL state,"]
     lines += ["eval.json and heldout.json (these two name their folder and time themselves: equal once set aside).", ""]
-    lines += ["", "Different files, by pair:", ""]
+    lines += ["Each folder: `hardcse art run --config NAME --out DIR`, an empty `HARDCSE_CACHE`, `PYTHONPATH` at a"]
+    lines += ["worktree of the commit; the expected differences are in the module docstring.", ""]
+    lines += ["Different files, by pair:", ""]
     lines += [f"- {label}: {', '.join(r['different']) or 'none'}" for label, r in results.items()]
     write_record(args.name, "Behaviour before and after a refactor", [*lines, ""], {"pairs": results})
 
