@@ -7,7 +7,7 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import FilterConfig, GeneratorConfig
-from hardcse.art.reward.dual import TARGET_LABEL
+from hardcse.art.reward.dual import TARGET_LABEL, judged
 from hardcse.art.reward.shortcuts import shortcut_flags, word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
@@ -82,7 +82,7 @@ def judge_records(
         result[f"{kind}_accuracy"] = None
         if rows and judge is not None:
             probs = judge.predict_proba(anchors, outputs)
-            result[f"{kind}_accuracy"] = float((probs.argmax(axis=1) == target).mean() * 100)
+            result[f"{kind}_accuracy"] = float(judged(probs, target).mean() * 100)
         result[f"{kind}_mean_reward"] = float(np.mean([r[f"{kind}_reward"] for r in records]))
     result["kept_fraction"] = float(np.mean([r["drop_reason"] is None for r in records])) if records else 0.0
     complete = [r for r in records if r["positive"] is not None and r["negative"] is not None]

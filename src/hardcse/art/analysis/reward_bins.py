@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hardcse.art.reward.dual import TARGET_LABEL, RewardParts
+from hardcse.art.reward.dual import TARGET_LABEL, RewardParts, judged
 
 # bin edges of cos(f(x), f(y)): the upper ones around alpha_neg (0.98), where the paper's r2 turns for negatives
 COSINE_EDGES = (-1.0, 0.6, 0.75, 0.9, 0.95, 0.98, 1.0)
@@ -45,9 +45,7 @@ def reward_by_cosine_bin(
     target. Rejected responses (no cosine) are left out: they earn the invalid penalty whatever they say."""
     kind_of = np.asarray(kinds)
     target = np.array([TARGET_LABEL[k] for k in kinds])
-    judged = None
-    if judge_probs is not None:
-        judged = np.argmax(np.nan_to_num(judge_probs, nan=-1.0), axis=1) == target
+    judged_target = None if judge_probs is None else judged(judge_probs, target)
     out = []
     for kind in ("positive", "negative"):
         for i, (low, high) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
@@ -67,7 +65,7 @@ def reward_by_cosine_bin(
                     n,
                     mean(parts.reward),
                     mean(parts.p_target),
-                    mean(judged.astype(float)) if judged is not None else None,
+                    mean(judged_target.astype(float)) if judged_target is not None else None,
                 )
             )
     return out

@@ -34,10 +34,10 @@ from hardcse.engines import Engine
 TARGET_LABEL = {"positive": LABEL_ID["entailment"], "negative": LABEL_ID["contradiction"]}
 
 
-def judged(probs: Sequence[float] | np.ndarray, label: int, margin: float = 0.0) -> np.ndarray:
+def judged(probs: Sequence[float] | np.ndarray, label: int | np.ndarray, margin: float = 0.0) -> np.ndarray:
     """Per row of P(entailment, neutral, contradiction) (one row or (n, 3); a NaN row: never), whether the
-    discriminator's predicted label is ``label``; with ``margin`` > 0, by at least that much over every other label.
-    At margin 0 a tie goes to the first of the tied labels (argmax)."""
+    discriminator's predicted label is ``label`` (at margin 0 also one label per row); with ``margin`` > 0, by at
+    least that much over every other label. At margin 0 a tie goes to the first of the tied labels (argmax)."""
     p = np.atleast_2d(np.asarray(probs, dtype=float))
     scored = np.isfinite(p).all(axis=1)
     p = np.nan_to_num(p, nan=-1.0)

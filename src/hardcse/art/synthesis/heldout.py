@@ -36,7 +36,7 @@ from sentence_transformers import SentenceTransformer
 
 from hardcse.art.config import ArtRunConfig, GeneratorConfig
 from hardcse.art.log_keys import DUAL_KEYS
-from hardcse.art.reward.dual import TARGET_LABEL, Reward
+from hardcse.art.reward.dual import TARGET_LABEL, Reward, judged
 from hardcse.art.reward.shortcuts import shortcut_flags
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.synthesis.triplets import synthesize
@@ -99,16 +99,16 @@ def per_anchor(
             cosine[rows] = pair_cosines(encoder, anchors, outputs, engine)
             parsed[rows, k] = True
             if judge is not None:
-                correct[rows, k] = judge.predict_proba(anchors, outputs).argmax(axis=1) == target
+                correct[rows, k] = judged(judge.predict_proba(anchors, outputs), target)
         out[f"{kind}_cosine"] = cosine
-        judged = np.where(parsed[:, k] & (judge is not None), correct[:, k], np.nan)
-        out[f"{kind}_judged"] = judged
-        out[f"{kind}_cosine_judged"] = np.where(judged == 1, cosine, np.nan)
+        kind_judged = np.where(parsed[:, k] & (judge is not None), correct[:, k], np.nan)
+        out[f"{kind}_judged"] = kind_judged
+        out[f"{kind}_cosine_judged"] = np.where(kind_judged == 1, cosine, np.nan)
     flags = shortcut_flags(records, generator)  # the leaks undefined without the prompts' demonstrations
     out |= {name: flags.get(name, np.full(n, np.nan)) for name in SHORTCUTS}
     with np.errstate(invalid="ignore", divide="ignore"):
-        judged = correct.sum(axis=1) / parsed.sum(axis=1)
-    out["judged_correct"] = judged if judge is not None else np.full(n, np.nan)
+        share = correct.sum(axis=1) / parsed.sum(axis=1)
+    out["judged_correct"] = share if judge is not None else np.full(n, np.nan)
     # format set aside: the reward, each term and P(target) of the parsed responses (a mined negative counts as
     # parsed)
 
