@@ -73,6 +73,15 @@ def bad_files(tmp):
     (tmp / "finished").mkdir()
     (tmp / "finished" / "config.yaml").write_text("encoder: bundled:minilm-l6\n")
     (tmp / "finished" / "manifest.json").write_text(json.dumps({"stages": {}}))
+    for folder, command, config in [
+        ("diffaug_run", "diffaug train", "encoder: bundled:minilm-l6\n"),
+        ("art_run", "art run", (REPO / SMOKE).read_text()),
+        ("empty_config_run", "art run", ""),
+    ]:
+        (tmp / folder).mkdir()
+        (tmp / folder / "config.yaml").write_text(config)
+        (tmp / folder / "manifest.json").write_text(json.dumps({"command": command, "stages": {}}))
+    (tmp / "pairs.csv").write_text("sent0,sent1\nA man plays.,A man is playing.\n")
 
 
 CASES = {
@@ -102,6 +111,16 @@ CASES = {
     "override empty key": ([*ART, "=3"], "write key=value"),
     "override into a value": ([*ART, "rounds.x=1"], "rounds is not a block of keys"),
     "override bad choice": ([*DATACUBE, "task_order=greedy"], "'greedy' is not one of"),
+    "override negative seed": ([*ART, "rl.seed=-1"], "override rl.seed=-1: -1: a seed is an integer from 0 to 4294"),
+    "override seed too large": ([*SIMCSE, "training.seed=4294967296"], "training.seed=4294967296: 4294967296: a seed"),
+    "assay negative seed": (
+        ["assay", "--data", "{tmp}/triplets.csv", "{tmp}/triplets.csv", "--seeds", "-1", "--out", "{tmp}/out"],
+        "override seeds=[-1]: -1: a seed is an integer from 0 to 4294967295",
+    ),
+    "assay one file": (
+        ["assay", "--data", "{tmp}/triplets.csv", "--out", "{tmp}/out"],
+        "one file ({tmp}/triplets.csv); an assay compares files with the first: give two or more",
+    ),
     "override bad device": (
         [*ART, "generator.device=gpu"],
         "override generator.device=gpu: 'gpu': give auto, cpu, cuda or cuda:N",
@@ -139,6 +158,27 @@ CASES = {
     "resume and overwrite": ([*ART, "--resume", "--overwrite"], "--resume and --overwrite contradict"),
     "resume changed config": ([*ART[:5], "{tmp}/finished", "--resume"], "the configuration differs"),
     "overwrite a non-run": ([*ART[:5], "{tmp}/junk_dir", "--overwrite"], "is not a hardcse output"),
+    "resume another command's folder": (
+        ["assay", "--resume", "--out", "{tmp}/art_run"],
+        "{tmp}/art_run is a `hardcse art run` folder, not a `hardcse assay` one; resume it with `hardcse art run",
+    ),
+    "resume another command's folder with a config": (
+        [*SIMCSE, "--resume", "--out", "{tmp}/diffaug_run"],
+        "is a `hardcse diffaug train` folder, not a `hardcse simcse train` one",
+    ),
+    "report another command's folder": (
+        ["art", "report", "{tmp}/diffaug_run"],
+        "{tmp}/diffaug_run is a `hardcse diffaug train` folder, not a `hardcse art run` one; `hardcse art report`",
+    ),
+    "report an empty config": (
+        ["art", "report", "{tmp}/empty_config_run"],
+        "{tmp}/empty_config_run/config.yaml: empty or not a mapping of keys",
+    ),
+    "report a folder that is no run": (["art", "report", "{tmp}/junk_dir"], "not a run folder (no config.yaml)"),
+    "art compare another command's folder": (
+        ["art", "compare", "{tmp}/diffaug_run"],
+        "is a `hardcse diffaug train` folder, not a `hardcse art run` one",
+    ),
     # model sources
     "model typo under a local folder": ([*ART, "encoder={tmp}/runs/typo"], "runs/typo': no such folder; give"),
     "model relative typo": ([*ART, "encoder=./nope"], "model './nope': no such folder"),
@@ -182,6 +222,7 @@ CASES = {
     ),
     "decontaminate a folder": (["decontaminate", "{tmp}/empty_dir"], "empty_dir: a folder, not a file"),
     "mix triplets a folder": ([*ART, "mix_triplets={tmp}/empty_dir"], "empty_dir: a folder, not a file (mix_triplets)"),
+    "mix triplets without negatives": ([*ART, "mix_triplets={tmp}/pairs.csv"], "missing column(s) ['hard_neg']"),
     "judge broken JSONL": (
         ["art", "judge", "--synthetic", "{tmp}/broken.jsonl", "--judge", "bundled:minilm-l6"],
         "broken.jsonl:2: not valid JSON",

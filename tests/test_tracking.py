@@ -256,3 +256,18 @@ def test_a_stage_reports_its_json_or_its_folders_eval_json_and_rounds_make_a_cur
         ({"a.seed-1/scores/STS-B-dev": 80.5}, 0),
         ({"rounds/eval/scores/STS-B": 81.0}, 2),
     ]
+
+
+def test_an_mlflow_server_that_does_not_answer_is_a_warning_at_once(tmp_path, monkeypatch, caplog):
+    """MLflow retries an unanswered request for ~100 s; the store is tried once, up front, and dropped at once."""
+    import time
+
+    from hardcse.tracking.run import tracking
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # the discard port: nothing listens
+    start = time.perf_counter()
+    with caplog.at_level(logging.WARNING), tracking(tmp_path, ["mlflow"], {"seed": 1}) as opened:
+        assert not opened  # the run goes on without it
+    assert time.perf_counter() - start < 20
+    assert caplog.text.count("mlflow could not start") == 1
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in __import__("os").environ  # the one try's setting is undone

@@ -57,6 +57,10 @@ class AssayConfig(SimCSETraining):
     def check(self) -> None:
         super().check()
         check_engine("engine", self.engine)
+        if len(self.data) == 1:
+            raise ConfigValueError(
+                "data", f"one file ({self.data[0]}); an assay compares files with the first: give two or more"
+            )
         if self.names and len(self.names) != len(self.data):
             raise ConfigValueError("names", f"{len(self.names)} names for {len(self.data)} files; give one per file")
         for name in self.names:

@@ -89,13 +89,30 @@ def _is_literal(tp: Any) -> bool:
     return typing.get_origin(tp) is typing.Literal
 
 
+SEED_LIMIT = 2**32  # numpy, torch and the Trainer's set_seed take seeds in [0, 2**32)
+
+
+def check_seed(key: str, value: object) -> None:
+    """A random seed every library here takes: an integer, 0 <= seed < 2**32."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_LIMIT:
+        raise ConfigValueError(key, f"{value!r}: a seed is an integer from 0 to {SEED_LIMIT - 1}")
+
+
 class Checked:
-    """Base of every config dataclass: ``Literal`` fields are checked against their choices, then ``check()``
+    """Base of every config dataclass: ``Literal`` fields are checked against their choices, every seed (a field
+    named ``seed`` or ``*_seed``, or a list named ``seeds``) against the range every library takes, then ``check()``
     (the class's own range checks) runs, on every construction (from YAML or in code)."""
 
     def __post_init__(self) -> None:
         for name, allowed in _literal_fields(type(self)).items():
             check_choice(name, getattr(self, name), allowed)
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name == "seed" or f.name.endswith("_seed"):
+                check_seed(f.name, value)
+            elif f.name == "seeds" or f.name.endswith("_seeds"):
+                for seed in value or []:
+                    check_seed(f.name, seed)
         self.check()
 
     def check(self) -> None:

@@ -87,6 +87,8 @@ class RunFolder:
         if self.resume:
             if not saved.is_file():
                 raise HardcseError(f"{self.dir} has no config.yaml: nothing to resume; drop --resume to start it")
+            if self.command:
+                check_resumable(self.dir, self.command)
             if dataclasses.is_dataclass(self.config):  # keys added since the run began count at their defaults
                 before = json.loads(json.dumps(config_to_dict(load_config(type(self.config), saved))))
             else:
@@ -294,6 +296,48 @@ def saved_config(run_dir: str | Path) -> Path:
     if not path.is_file():
         raise HardcseError(f"{run_dir}: not a run folder (no config.yaml); give --config FILE")
     return path
+
+
+def saved_config_values(run_dir: str | Path) -> dict:
+    """The frozen config of a run folder as a mapping (what ``report`` reads), refused by name when it is none."""
+    path = saved_config(run_dir)
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        values = None
+    if not isinstance(values, dict) or not values:
+        raise HardcseError(f"{path}: empty or not a mapping of keys, so the run's config is lost; run it again")
+    return values
+
+
+# commands that write the same kind of folder (``datacube train`` continues a ``datacube plan`` folder)
+SAME_KIND = ({"datacube plan", "datacube train"},)
+
+
+def written_by(run_dir: str | Path) -> str | None:
+    """The command that wrote a run folder, as its manifest says (None: no readable manifest, or one that predates
+    the manifest's ``command``)."""
+    try:
+        manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (manifest.get("command") or None) if isinstance(manifest, dict) else None
+
+
+def check_written_by(run_dir: str | Path, command: str, use: str) -> None:
+    """Refuse, by name and before its config is read, a run folder another command wrote; ``use`` says what the
+    user can do instead."""
+    wrote = written_by(run_dir)
+    if wrote is None or wrote == command or any({wrote, command} <= kind for kind in SAME_KIND):
+        return
+    raise HardcseError(f"{run_dir} is a `hardcse {wrote}` folder, not a `hardcse {command}` one; {use}")
+
+
+def check_resumable(run_dir: str | Path, command: str) -> None:
+    """``command --resume --out run_dir``: the folder is one ``command`` wrote."""
+    check_written_by(
+        run_dir, command, f"resume it with `hardcse {written_by(run_dir)} --resume`, or give --out another folder"
+    )
 
 
 @contextmanager

@@ -83,8 +83,10 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     of each round."""
     if config.tune_generator:
         check_rank_shares(config.rl)
-    if config.mix_triplets and not Path(config.mix_triplets).is_file():
-        raise not_a_file(config.mix_triplets, " (mix_triplets)")
+    if config.mix_triplets:  # read whole now (columns, encoding, rows): a bad file fails before any model loads
+        if not Path(config.mix_triplets).is_file():
+            raise not_a_file(config.mix_triplets, " (mix_triplets)")
+        read_triplets(config.mix_triplets)
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
     if config.discriminator != TRAIN_IN_RUN:
         sources["discriminator"] = config.discriminator

@@ -39,6 +39,7 @@ def add_run_flags(parser: argparse.ArgumentParser, config_help: str, overrides_e
         "docs/commands.md 'Experiment trackers')",
     )
     parser.add_argument("overrides", nargs="*", metavar="key=value", help=f"config overrides, e.g. {overrides_example}")
+    parser.set_defaults(run_command=parser.prog.removeprefix("hardcse "))  # as the run folder's manifest names it
 
 
 def add_skip_bad_rows(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +56,10 @@ def run_config(cls: type[T], args: argparse.Namespace, extra_overrides: list[str
     """The config of a run command: --config (or, with --resume, the folder's frozen config.yaml) + overrides."""
     from hardcse.config import load_config
     from hardcse.errors import HardcseError
-    from hardcse.run_folder import saved_config
+    from hardcse.run_folder import check_resumable, saved_config
 
+    if args.resume:  # the folder's kind first: another command's config.yaml would fail on keys, not say why
+        check_resumable(args.out, args.run_command)
     path = args.config
     if path is None:
         if not args.resume:

@@ -95,7 +95,9 @@ class _MLflow(_Backend):
         self.uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{parent / 'mlflow.db'}"
         self.client = client = MlflowClient(tracking_uri=self.uri)
         experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
-        found = client.get_experiment_by_name(experiment)
+        # one try, up front: a server that does not answer is a warning now, not ~100 s of MLflow's retries
+        with environment_set({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}):
+            found = client.get_experiment_by_name(experiment)
         if found is None:
             artifacts = None if os.environ.get("MLFLOW_TRACKING_URI") else str(parent / "mlartifacts")
             self.experiment_id = client.create_experiment(experiment, artifact_location=artifacts)

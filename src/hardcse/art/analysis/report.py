@@ -15,14 +15,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 from hardcse.art.analysis.tuning_report import plot_reward_per_round, reward_formula, rl_markdown  # noqa: E402
 from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
-from hardcse.run_folder import round_dirs  # noqa: E402
+from hardcse.run_folder import check_written_by, round_dirs, saved_config_values  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:
@@ -208,13 +207,19 @@ def filter_description(config: dict) -> str:
     return f"{kept}; no entailed negative, positive and negative under {config['max_pair_overlap']} word overlap"
 
 
+def art_run_config(run_dir: Path) -> dict:
+    """The saved config of an ``art run`` folder; another command's folder is refused by name."""
+    check_written_by(run_dir, "art run", "`hardcse art report` and `art compare` read `hardcse art run` folders")
+    config = saved_config_values(run_dir)
+    if not {"rl", "rounds", "generator"} <= set(config):
+        raise HardcseError(f"{run_dir}: not a `hardcse art run` folder (its config.yaml has no rounds, rl, generator)")
+    return config
+
+
 def build_report(run_dir: str | Path) -> str:
     """The Markdown report of a run folder (complete or not); also writes the plots."""
     run_dir = Path(run_dir)
-    config_path = run_dir / "config.yaml"
-    if not config_path.is_file():
-        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml)")
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config = art_run_config(run_dir)
     manifest = _read_json(run_dir / "manifest.json")
     rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
     rl = config["rl"]
@@ -328,6 +333,7 @@ def compare_runs(run_dirs: list[str | Path], baseline: str | Path | None = None)
     header += " cos(x,y+) | cos(x,y-) |"
     lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
     for run_dir in map(Path, run_dirs):
+        art_run_config(run_dir)
         rows = sts_rows(run_dir)
         if not rows:
             raise HardcseError(f"{run_dir}: no evaluated round (no round_*/eval.json)")
