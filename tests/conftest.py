@@ -9,6 +9,8 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Trackio reads its store's folder once, at import: the tests' runs go to a store of their own, not the user's
+os.environ.setdefault("TRACKIO_DIR", __import__("tempfile").mkdtemp(prefix="hardcse-tests-trackio-"))
 # exact PyTorch numbers everywhere by default (what `engine: auto` resolves to, read by each command and by library
 # calls made without an engine); tests/test_engines.py runs the OpenVINO engine itself
 os.environ.setdefault("HARDCSE_ENGINE", "torch")

@@ -1,6 +1,7 @@
 """Experiment trackers (``report_to``): what a run writes to TensorBoard and MLflow, read back with their own
 readers; a resumed folder continues its tracker run; a bad or failing tracker."""
 
+import json
 import logging
 import sqlite3
 
@@ -11,7 +12,8 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.encoder.simcse import SimCSEConfig
 from hardcse.tracking.callbacks import Guarded
-from hardcse.tracking.run import Tracking, flatten, markdown_table
+from hardcse.tracking.run import Tracking
+from hardcse.tracking.values import flatten, markdown_table
 from test_art_run import run_config  # noqa: F401 - the tiny ART run's config, a fixture
 
 pytest.importorskip("tensorboard")
@@ -102,7 +104,10 @@ def test_an_art_run_reports_rl_steps_completions_rounds_and_plots(run_config, tm
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("[tensorbord]", "report_to=[tensorbord]: 'tensorbord' is not a tracker; choose from tensorboard, mlflow"),
+        (
+            "[tensorbord]",
+            "report_to=[tensorbord]: 'tensorbord' is not a tracker; choose from tensorboard, mlflow, wandb, trackio",
+        ),
         ("[mlflow, mlflow]", "names a tracker twice"),
     ],
 )
@@ -114,13 +119,20 @@ def test_a_wrong_tracker_is_one_line_naming_the_key(value, message, tiny_encoder
     assert message in err and err.count("\n") == 1 and not out.exists()
 
 
-def test_a_tracker_not_installed_names_the_extra(monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("tracker", ["tensorboard", "mlflow", "wandb", "trackio"])
+def test_a_tracker_not_installed_names_the_extra(tracker, monkeypatch, tmp_path, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a))
-    with pytest.raises(Exception, match=r"report_to: mlflow is not installed; pip install 'hardcse\[tracking\]'"):
-        SimCSEConfig(report_to=["mlflow"])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == tracker else real(name, *a))
+    out = tmp_path / "run"
+    assert hardcse(["simcse", "train", "--config", "simcse-sup", "--out", str(out), "--report-to", tracker]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"error: override report_to=[{tracker}]: {tracker} is not installed; pip install 'hardcse[tracking]' "
+        f"(or pip install {tracker})\n"
+    )
+    assert not out.exists()
 
 
 def test_report_to_none_on_the_command_line_turns_the_config_off(tmp_path):
@@ -130,14 +142,16 @@ def test_report_to_none_on_the_command_line_turns_the_config_off(tmp_path):
 
     path = tmp_path / "c.yaml"
     path.write_text("report_to: [tensorboard]\n")
-    args = argparse.Namespace(config=str(path), resume=False, out=str(tmp_path / "o"), overrides=[], report_to=["none"])
+    args = argparse.Namespace(
+        config=str(path), resume=False, out=str(tmp_path / "o"), overrides=[], report_to=["none"], run_command="x"
+    )
     assert cli_config(SimCSEConfig, args).report_to == []
 
 
 class Failing:
     name = "broken"
 
-    def metrics(self, values, step):
+    def metrics(self, values, step, job=None):
         raise OSError("disk full")
 
 
@@ -147,7 +161,7 @@ class Recording:
     def __init__(self):
         self.seen = []
 
-    def metrics(self, values, step):
+    def metrics(self, values, step, job=None):
         self.seen.append((values, step))
 
 
@@ -271,3 +285,100 @@ def test_an_mlflow_server_that_does_not_answer_is_a_warning_at_once(tmp_path, mo
     assert time.perf_counter() - start < 20
     assert caplog.text.count("mlflow could not start") == 1
     assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in __import__("os").environ  # the one try's setting is undone
+
+
+def wandb_offline_runs(folder) -> list[dict]:
+    """Every W&B offline run under ``folder/wandb``, read from its ``.wandb`` file: W&B's protobuf records in the
+    LevelDB log format (a 7-byte file header, then 32 KiB blocks of records, each a 7-byte header and its bytes,
+    split into first/middle/last pieces across blocks). wandb ships no reader of its own any more."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    runs = []
+    for path in sorted((folder / "wandb").glob("offline-run-*/run-*.wandb")):
+        data = path.read_bytes()
+        assert data[:4] == b":W&B"
+        run = {"folder": path.parent.name, "history": [], "tables": set()}
+        pos, piece = 7, b""
+        while pos + 7 <= len(data):
+            if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
+                pos += 32768 - pos % 32768
+                continue
+            length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+            piece, pos = piece + data[pos + 7 : pos + 7 + length], pos + 7 + length
+            if kind not in (1, 4):  # 1: a whole record, 4: a record's last piece; 2, 3 begin and continue one
+                continue
+            record, piece = pb.Record.FromString(piece), b""
+            if record.WhichOneof("record_type") == "run":
+                run |= {"id": record.run.run_id, "name": record.run.display_name, "group": record.run.run_group}
+            elif record.WhichOneof("record_type") == "history":
+                row: dict = {}
+                for item in record.history.item:  # a table's fields come as nested keys: [its key, field]
+                    key, *field = [item.key] if item.key else list(item.nested_key)
+                    if field:
+                        row.setdefault(key, {})["/".join(field)] = json.loads(item.value_json)
+                    else:
+                        row[key] = json.loads(item.value_json)
+                run["history"].append(row)
+                run["tables"] |= {k for k, v in row.items() if isinstance(v, dict) and v.get("_type") == "table-file"}
+        runs.append(run)
+    return runs
+
+
+def trackio_runs(project: str = "hardcse") -> dict[str, dict]:
+    """Trackio's local store (``$TRACKIO_DIR``, the tests' own): each run's id and logged rows, by run name."""
+    import os
+
+    runs: dict[str, dict] = {}
+    with sqlite3.connect(os.path.join(os.environ["TRACKIO_DIR"], f"{project}.db")) as db:
+        for run_id, name, step, metrics in db.execute("select run_id, run_name, step, metrics from metrics"):
+            run = runs.setdefault(name, {"ids": set(), "rows": []})
+            run["ids"].add(run_id)
+            run["rows"].append((step, json.loads(metrics)))
+    return runs
+
+
+@pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
+def test_an_art_run_reports_each_job_as_its_own_wandb_and_trackio_run_and_a_resume_continues_them(
+    run_config,  # noqa: F811
+    tmp_path,
+):
+    pytest.importorskip("wandb")
+    pytest.importorskip("trackio")
+    run = tmp_path / "runs" / "tiny-w"
+    config = yaml.safe_load(run_config.read_text())
+    run_config.write_text(yaml.safe_dump(config | {"rounds": 1}))
+    trackers = ["--report-to", "wandb", "trackio", "tensorboard", "mlflow"]
+    assert hardcse(["art", "run", "--config", str(run_config), "--out", str(run), *trackers]) == 0
+    assert scalars(run / "tensorboard" / "run")["round_1/rl/reward"] == [1, 2]  # all four at once
+    runs = {r["name"]: r for r in wandb_offline_runs(run)}
+    assert set(runs) == {"tiny-w", "tiny-w/round_1/rl", "tiny-w/round_1/encoder"}  # the folder's run and a run a job
+    assert {r["group"] for r in runs.values()} == {"tiny-w"}
+    rl = runs["tiny-w/round_1/rl"]["history"]
+    for part in ("reward", "r1", "r2", "kl", "parse_failure_rate", "share_r1"):  # the RL parts, at each step
+        assert [(row["step"], part) for row in rl if f"round_1/rl/{part}" in row] == [(1, part), (2, part)]
+    assert runs["tiny-w/round_1/rl"]["tables"] == {"round_1/rl/completions"}
+    [table, *_] = [row["round_1/rl/completions"] for row in rl if "round_1/rl/completions" in row]
+    folder = run / "wandb" / runs["tiny-w/round_1/rl"]["folder"] / "files"
+    written = json.loads((folder / table["path"]).read_text())
+    assert {"anchor", "response", "reward"} <= set(written["columns"]) and len(
+        written["data"]
+    ) == 4  # the step's four rollouts
+    assert any("train/loss" in row for row in runs["tiny-w/round_1/encoder"]["history"])  # the Trainer's logs
+    own = runs["tiny-w"]["history"]
+    assert sorted(row["step"] for row in own if "rounds/eval/scores/STS-B-dev" in row) == [0, 1]
+    assert any("plots/sts_per_round" in row for row in own)  # the plots, as images
+    tracked = trackio_runs()
+    assert {name for name in tracked if name.startswith("tiny-w")} == set(runs)
+    trackio_rl = tracked["tiny-w/round_1/rl"]["rows"]
+    assert [s for s, row in trackio_rl if "round_1/rl/reward" in row] == [1, 2]
+    assert [s for s, row in trackio_rl if "round_1/rl/completions" in row] == [1, 2]
+    assert [s for s, row in tracked["tiny-w"]["rows"] if "rounds/eval/scores/STS-B-dev" in row] == [0, 1]
+    assert any("train/loss" in row for _, row in tracked["tiny-w/round_1/encoder"]["rows"])
+    # a resumed folder continues the same runs: W&B's folder run keeps its id (offline, a second folder of that
+    # id), Trackio's keeps its id
+    ids = json.loads((run / "tracking.json").read_text())
+    assert hardcse(["art", "run", "--out", str(run), "--resume", *trackers]) == 0
+    assert json.loads((run / "tracking.json").read_text())["wandb"] == ids["wandb"]
+    again = [r for r in wandb_offline_runs(run) if r["name"] == "tiny-w"]
+    assert len(again) == 2 and {r["id"] for r in again} == {ids["wandb"]["ids"][""]}
+    assert trackio_runs()["tiny-w"]["ids"] == tracked["tiny-w"]["ids"]

@@ -35,8 +35,8 @@ def add_run_flags(parser: argparse.ArgumentParser, config_help: str, overrides_e
         "--report-to",
         nargs="+",
         metavar="TRACKER",
-        help="experiment trackers to report to: tensorboard, mlflow, several, or none (config key report_to; "
-        "docs/commands.md 'Experiment trackers')",
+        help="experiment trackers to report to: tensorboard, mlflow, wandb, trackio, several, or none (config key "
+        "report_to; docs/commands.md 'Experiment trackers')",
     )
     parser.add_argument("overrides", nargs="*", metavar="key=value", help=f"config overrides, e.g. {overrides_example}")
     parser.set_defaults(run_command=parser.prog.removeprefix("hardcse "))  # as the run folder's manifest names it

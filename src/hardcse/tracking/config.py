@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from hardcse.config import Checked, ConfigValueError
 
 # tracker -> the module it needs (installed by the extra ``hardcse[tracking]``)
-TRACKERS = {"tensorboard": "tensorboard", "mlflow": "mlflow"}
+TRACKERS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb", "trackio": "trackio"}
 EXTRA = "pip install 'hardcse[tracking]'"
 
 

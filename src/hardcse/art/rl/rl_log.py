@@ -51,24 +51,25 @@ class RLLog:
         if is_main():
             with (self.dir / RL_LOG).open("a", encoding="utf-8") as fh:
                 append_jsonl(fh, stats)
-            self.tracking.metrics(stats, step, prefix=self.job)
+            self.tracking.metrics(stats, step, prefix=self.job, job=self.job)
 
     def completions(self, rows: list[dict], step: int) -> None:
         if is_main():
             with (self.dir / COMPLETIONS).open("a", encoding="utf-8") as fh:
                 for row in rows:
                     append_jsonl(fh, row)
-            self.tracking.table(f"{self.job}/completions", rows, step)
+            self.tracking.table(f"{self.job}/completions", rows, step, job=self.job)
 
     def report_kept(self, generator_dir: Path) -> None:
         """A kept tuned generator's RL log and completions to the trackers, as if its steps had run here."""
         if not is_main() or not self.tracking:
             return
         for row in read_jsonl(generator_dir / RL_LOG):
-            self.tracking.metrics(row, row["step"], prefix=self.job)
+            self.tracking.metrics(row, row["step"], prefix=self.job, job=self.job)
         completions = read_jsonl(generator_dir / COMPLETIONS) if (generator_dir / COMPLETIONS).is_file() else []
         for step in sorted({row["step"] for row in completions}):
-            self.tracking.table(f"{self.job}/completions", [row for row in completions if row["step"] == step], step)
+            rows = [row for row in completions if row["step"] == step]
+            self.tracking.table(f"{self.job}/completions", rows, step, job=self.job)
 
     def finish(self, checkpoint: Path, final: Path) -> None:
         """The curves, then the last checkpoint with the log and curves as the tuned generator ``final``."""
