@@ -104,6 +104,29 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors, seed=8) != one  # and the seed matters
 
 
+def test_a_synthesis_read_from_the_generation_cache_reports_no_speed(
+    tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path, monkeypatch
+):
+    """Texts copied from the cache were written by no one now: the stage says how many batches it read and gives
+    no tokens per second (it once reported 3,012 tokens/s for 24 s of copying)."""
+    from hardcse.art.config import GeneratorConfig
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward)
+    generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=4)
+    anchors = ["the cat runs very fast", "a dog sleeps here now", "the bird sings a song"]
+
+    def run(name: str) -> dict:
+        synthesize(str(tiny_lm_dir), anchors, generation, reward, FilterConfig(rule="none"), tmp_path / name,
+                   cache_generations=True)  # fmt: skip
+        return json.loads((tmp_path / name / "synthesis.json").read_text())
+
+    fresh, copied = run("fresh"), run("copied")
+    assert fresh["cached_batches"] == 0 and fresh["tokens_per_second"] > 0
+    assert copied["cached_batches"] == 2 and copied["tokens_per_second"] is None  # 3 anchors at 2 a batch
+    assert (tmp_path / "copied" / "synthetic.jsonl").read_text() == (tmp_path / "fresh" / "synthetic.jsonl").read_text()
+
+
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_reuse_copies_a_tuned_generator_of_the_same_inputs(tiny_tune_overrides, tmp_path, monkeypatch):
     """reuse: true: the second tuning of the same inputs copies the first's generator and runs no RL; a change RL

@@ -126,7 +126,7 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
 
     monkeypatch.setattr(sampling, "sample", no_sampling)
     reader = TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True)
-    assert reader.generate(PROMPTS, row_seeds=SEEDS) == first
+    assert reader.generate(PROMPTS, row_seeds=SEEDS) == dataclasses.replace(first, from_cache=True)
     assert "_model" not in vars(reader)  # every call read from the cache: the model was never loaded
     for changed in (
         lambda g: g.generate(PROMPTS, row_seeds=[s + 1 for s in SEEDS]),  # other seeds

@@ -39,6 +39,7 @@ class GeneratedTexts:
     texts: list[str]
     truncated: list[bool]  # the row spent its token budget without a stop token (cut off)
     tokens: int  # tokens written, end-of-sequence tokens included
+    from_cache: bool = False  # read from the cache: no token was written now (never stored in the cache itself)
 
 
 class TextGenerator:
@@ -91,7 +92,7 @@ class TextGenerator:
             digest.update(json.dumps(rows).encode())
             cached = cache_dir() / "generations" / f"{digest.hexdigest()[:32]}.json"
             if cached.is_file():
-                return GeneratedTexts(**json.loads(cached.read_text(encoding="utf-8")))
+                return GeneratedTexts(**json.loads(cached.read_text(encoding="utf-8")) | {"from_cache": True})
         if self.engine == "openvino":
             out = self._generate_openvino(prompts, row_seeds, limits)
         else:
@@ -100,7 +101,8 @@ class TextGenerator:
             samples = sample(self._model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
             out = GeneratedTexts(samples.texts, samples.truncated, int(samples.response_mask.sum()))
         if cached is not None:
-            write_text_atomic(cached, json.dumps(dataclasses.asdict(out)))
+            stored = {key: value for key, value in dataclasses.asdict(out).items() if key != "from_cache"}
+            write_text_atomic(cached, json.dumps(stored))
         return out
 
     def _generate_openvino(

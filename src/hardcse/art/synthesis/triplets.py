@@ -41,16 +41,19 @@ class SynthesisReport:
     anchors: int
     kept: int
     seconds: float
-    tokens_per_second: float
+    tokens_per_second: float | None  # None where a batch's texts came from the cache: that stage wrote no token
     drop_reasons: dict[str, int]
+    cached_batches: int = 0
 
     def to_dict(self) -> dict:
+        speed = None if self.tokens_per_second is None else round(self.tokens_per_second, 1)
         return {
             "anchors": self.anchors,
             "kept": self.kept,
             "kept_fraction": self.kept / max(self.anchors, 1),
             "seconds": round(self.seconds, 1),
-            "tokens_per_second": round(self.tokens_per_second, 1),
+            "tokens_per_second": speed,
+            "cached_batches": self.cached_batches,
             "drop_reasons": self.drop_reasons,
         }
 
@@ -87,7 +90,7 @@ def synthesize(
     )
     tokenizer = generator.tokenizer
     written_kinds = ("positive",) if mine_from is not None and not both_negatives else ("positive", "negative")
-    tokens = 0
+    tokens = cached_batches = 0
     start = time.perf_counter()
     rows = generation.openvino_batch_size if generator.engine == "openvino" else generation.batch_size
     per_batch = max(1, rows // len(written_kinds))
@@ -107,6 +110,7 @@ def synthesize(
         limits = token_limits(tokenizer, pair_anchors, generation)
         samples = generator.generate(prompts, groups=kinds, row_seeds=seeds, limits=limits)
         tokens += samples.tokens
+        cached_batches += samples.from_cache
         parsed = [
             parse_response(t, a, truncated=c)
             for t, a, c in zip(samples.texts, pair_anchors, samples.truncated, strict=True)
@@ -117,9 +121,10 @@ def synthesize(
             for k, kind in enumerate(written_kinds):
                 record |= _scored(kind, samples.texts[k * len(batch) + j], parsed, parts, k * len(batch) + j)
             by_position[rows[j]] = record
-    shares = gather_objects((by_position, tokens))  # every rank's records (one process: its own)
-    by_position = {position: record for share, _ in shares for position, record in share.items()}
-    tokens = sum(n for _, n in shares)
+    shares = gather_objects((by_position, tokens, cached_batches))  # every rank's records (one process: its own)
+    by_position = {position: record for share, _, _ in shares for position, record in share.items()}
+    tokens = sum(n for _, n, _ in shares)
+    cached_batches = sum(c for _, _, c in shares)
     records = [by_position[i] for i in range(len(anchors))]
 
     def filter_and_write() -> SynthesisReport:
@@ -138,8 +143,10 @@ def synthesize(
             anchors=len(records),
             kept=len(kept),
             seconds=seconds,
-            tokens_per_second=tokens / seconds if seconds else 0.0,
+            # a speed only where every token was written now: texts copied from the cache are no speed
+            tokens_per_second=(tokens / seconds if seconds else 0.0) if not cached_batches else None,
             drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
+            cached_batches=cached_batches,
         )
         write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
         return report
