@@ -1,0 +1,273 @@
+"""Where ART's time goes, against what the machine can do: an RL step's parts and synthesis, with their FLOP/s.
+
+    python benchmarks/art_profile.py [--steps 3] [--anchors 64] [--tag before]
+
+One process, nothing else running. At cpu-full's sizes (configs/cpu-full.yaml: 16 rollouts a step in minibatches
+of 4, the bundled SmolLM2-135M, its stop and length rules) with a random-head NLI cross-encoder on the bundled
+MiniLM in place of the trained discriminator (the same cost; its numbers are unused):
+
+- **RL**: ``--steps`` timed steps after one warm-up step; each part's median seconds (the loop's own timer), then
+  one more step run under ``torch.utils.flop_counter.FlopCounterMode``, which counts every matrix product's FLOPs
+  (forward and backward) per part. Achieved FLOP/s = the counted step's FLOPs over the median seconds of the
+  timed steps, scaled by their response tokens (the counted step's lengths differ).
+- **Synthesis**: ``synthesize`` on ``--anchors`` held-out anchors (a positive and a negative each) with the
+  config's engine (``auto``: OpenVINO where installed), generated tokens per second of the whole stage; its FLOPs
+  are estimated as 2 x the generator's parameters x (prompt + generated tokens), OpenVINO's kernels being out of
+  the counter's sight.
+- **The machine's limit**: the best a large matrix product reaches here in torch (2,048 x 2,048 x 2,048, bf16 and
+  fp32, the median of 10), beside the instruction set's peak per cycle (AMX-BF16 1,024 bf16 FLOP a core a cycle,
+  AVX-512-BF16 128, AVX-512 fp32 64, AVX2 fp32 32) at the clock /proc/cpuinfo reports (a lower bound of turbo).
+
+Writes benchmarks/results/art_profile[_TAG].{md,json}: a before/after pair of one issue is two tags on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+PARTS = ("generation", "scoring", "policy_forward", "reference", "optimisation")
+# FLOPs a core does in a cycle at the best of each instruction set (two FMA ports where AVX has them)
+PER_CYCLE = {"amx_bf16": ("AMX-BF16", 1024), "avx512_bf16": ("AVX-512-BF16", 128), "avx512f": ("AVX-512 fp32", 64)}
+
+
+def matmul_gflops(dtype_name: str, n: int = 2048, repeats: int = 10) -> float:
+    """The median GFLOP/s of an n x n x n matrix product in torch, in ``dtype_name``."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b  # warm-up: the kernel chosen, the memory touched
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        seconds.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(seconds) / 1e9
+
+
+def machine_peak() -> dict:
+    """The instruction set's peak at the reported clock, and what torch's matrix products reach."""
+    import os
+
+    flags, mhz = set(), 0.0
+    with open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key.strip() == "flags" and not flags:
+                flags = set(value.split())
+            if key.strip() == "cpu MHz":
+                mhz = max(mhz, float(value))
+    name, per_cycle = next((PER_CYCLE[f] for f in PER_CYCLE if f in flags), ("AVX2 fp32", 32))
+    cores = os.cpu_count() or 1
+    return {
+        "instruction_set": name,
+        "flop_per_core_cycle": per_cycle,
+        "clock_ghz": round(mhz / 1000, 2),
+        "cores": cores,
+        "peak_gflops": round(per_cycle * cores * mhz / 1000, 1),
+        "matmul_gflops_bf16": round(matmul_gflops("bfloat16"), 1),
+        "matmul_gflops_fp32": round(matmul_gflops("float32"), 1),
+    }
+
+
+def random_discriminator(path: Path) -> None:
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from hardcse.data.nli import LABEL_ID, LABELS
+    from hardcse.resources import resolve_model
+
+    model = CrossEncoder(
+        str(resolve_model("bundled:minilm-l6")),
+        num_labels=3,
+        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
+    )
+    model.save_pretrained(str(path))
+
+
+def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: ANN001
+    """Seconds per part over ``steps`` timed steps, and each part's FLOPs in one more, counted, step."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from hardcse.art.rl import loop
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.data.jsonl import read_jsonl
+
+    counted: dict[str, int] = {}
+    calls = {"step": 0}
+    timer, step = loop.RLTrainer.timer, loop.RLTrainer.step
+
+    @contextmanager
+    def counting_timer(self, timings, name):  # noqa: ANN001, ANN202
+        with timer(self, timings, name):
+            if calls["step"] <= steps + 1:  # the warm-up and timed steps: the loop's own timer alone
+                yield
+                return
+            with FlopCounterMode(display=False) as counter:
+                yield
+            counted[name] = counted.get(name, 0) + counter.get_total_flops()
+
+    def counting_step(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        calls["step"] += 1
+        return step(self, *args, **kwargs)
+
+    loop.RLTrainer.timer, loop.RLTrainer.step = counting_timer, counting_step
+    try:
+        final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
+    finally:
+        loop.RLTrainer.timer, loop.RLTrainer.step = timer, step
+    rows = read_jsonl(final / "rl_log.jsonl")
+    timed, last = rows[1 : steps + 1], rows[-1]
+    seconds = {p: statistics.median(r[f"{p}_s"] for r in timed) for p in PARTS}
+    tokens = statistics.mean(r["response_tokens"] for r in timed)
+    scale = tokens / last["response_tokens"]  # the counted step's FLOPs at the timed steps' lengths
+    return {
+        "steps_timed": steps,
+        "step_seconds": round(statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in timed), 2),
+        "response_tokens_mean": round(tokens, 1),
+        "counted_step_response_tokens": last["response_tokens"],
+        "parts": {
+            p: {
+                "seconds": round(seconds[p], 3),
+                "gflop": round(counted.get(p, 0) * scale / 1e9, 1),
+                "gflops": round(counted.get(p, 0) * scale / 1e9 / seconds[p], 1) if seconds[p] else None,
+            }
+            for p in PARTS
+        },
+    }
+
+
+def profile_synthesis(config, discriminator, work: Path, anchors: int, parameters: int) -> dict:  # noqa: ANN001
+    """Synthesis on ``anchors`` held-out anchors: tokens/s, kept triplets a minute, FLOP/s estimated."""
+    from transformers import AutoTokenizer
+
+    from hardcse.art.generator.prompts import render_prompts
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
+    from hardcse.devices import resolve_device
+    from hardcse.encoder.build import load_encoder
+    from hardcse.engines import Engine
+    from hardcse.resources import resolve_model
+
+    engine = Engine.resolve(config.engine)
+    reward = Reward(discriminator, load_encoder(config.encoder), config.reward, engine)
+    texts = split_anchors(config.anchors).held_out[:anchors]
+    report = synthesize(
+        config.generator.model, texts, config.generator, reward, config.filter, work / "synthesis", engine=engine
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve_model(config.generator.model)))
+    kinds = ["positive"] * len(texts) + ["negative"] * len(texts)
+    prompts = render_prompts(tokenizer, texts * 2, kinds, config.generator)
+    prompt_tokens = sum(len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"])
+    generated = report.tokens_per_second * report.seconds
+    gflop = 2 * parameters * (prompt_tokens + generated) / 1e9
+    return {
+        "engine": engine.on(resolve_device(config.generator.device)),
+        "anchors": len(texts),
+        "seconds": round(report.seconds, 1),
+        "generated_tokens": round(generated),
+        "tokens_per_second": round(report.tokens_per_second, 1),
+        "kept": report.kept,
+        "kept_per_minute": round(report.kept / report.seconds * 60, 1),
+        "prompt_tokens": prompt_tokens,
+        "gflop_estimate": round(gflop, 1),
+        "gflops_estimate": round(gflop / report.seconds, 1),
+    }
+
+
+def markdown(result: dict) -> list[str]:
+    peak, rl, synthesis = result["peak"], result["rl"], result["synthesis"]
+    lines = [
+        f"The limit here: {peak['instruction_set']} at {peak['flop_per_core_cycle']} FLOP a core a cycle x "
+        f"{peak['cores']} cores x {peak['clock_ghz']} GHz = **{peak['peak_gflops']:,.0f} GFLOP/s**; a large "
+        f"matrix product in torch reaches {peak['matmul_gflops_bf16']:,.0f} GFLOP/s in bf16 and "
+        f"{peak['matmul_gflops_fp32']:,.0f} in fp32 (the practical limit). Generator weights: "
+        f"{result['generator_dtype']}; torch threads: {result['torch_threads']}.",
+        "",
+        f"An RL step at cpu-full's sizes ({result['rollouts']} rollouts, minibatch {result['minibatch']}; median of "
+        f"{rl['steps_timed']} steps after a warm-up; {rl['response_tokens_mean']} response tokens a rollout): "
+        f"**{rl['step_seconds']} s**.",
+        "",
+        "| part | seconds | share | GFLOP (counted) | GFLOP/s | of the bf16 matmul limit |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    total = sum(part["seconds"] for part in rl["parts"].values())
+    for name, part in rl["parts"].items():
+        rate = part["gflops"]
+        of_limit = f"{rate / peak['matmul_gflops_bf16']:.0%}" if rate is not None else "-"
+        share = part["seconds"] / total
+        lines.append(f"| {name} | {part['seconds']:.2f} | {share:.0%} | {part['gflop']} | {rate} | {of_limit} |")
+    lines += [
+        "",
+        f"Synthesis of {synthesis['anchors']} anchors (a positive and a negative each) in {synthesis['engine']}: "
+        f"**{synthesis['tokens_per_second']} generated tokens/s**, {synthesis['seconds']} s for the whole stage "
+        f"(generation, parsing, scoring, the filter), {synthesis['kept']} kept "
+        f"({synthesis['kept_per_minute']} kept triplets a minute; a random discriminator judges here, so the kept "
+        f"count is the stage's cost, not ART's yield). FLOPs estimated as 2 x {result['parameters'] / 1e6:.0f}M "
+        f"parameters x ({synthesis['prompt_tokens']} prompt + {synthesis['generated_tokens']} generated tokens): "
+        f"{synthesis['gflops_estimate']} GFLOP/s, {synthesis['gflops_estimate'] / peak['matmul_gflops_bf16']:.0%} "
+        "of the bf16 matmul limit.",
+        "",
+    ]
+    return lines
+
+
+def main() -> None:
+    import torch
+
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.generator.model import generator_dtype
+    from hardcse.config import load_config
+    from hardcse.devices import resolve_device
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.resources import resolve_model
+    from record import write_record
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")
+    parser.add_argument("--anchors", type=int, default=64, help="held-out anchors to synthesise for")
+    parser.add_argument("--tag", default="", help="the record's name: art_profile_TAG (e.g. before, after)")
+    args = parser.parse_args()
+    peak = machine_peak()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        random_discriminator(work / "nli")
+        overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false"]
+        overrides += [f"rl.steps={args.steps + 2}", f"rl.save_every={args.steps + 2}"]
+        config = load_config(ArtRunConfig, "configs/cpu-full.yaml", overrides)
+        discriminator = NLIDiscriminator.load(str(work / "nli"))
+        from transformers import AutoConfig
+
+        generator = AutoConfig.from_pretrained(str(resolve_model(config.generator.model)))
+        parameters = _llama_parameters(generator)
+        rl = profile_rl(config, discriminator, work, args.steps)
+        synthesis = profile_synthesis(config, discriminator, work, args.anchors, parameters)
+    result = {
+        "peak": peak,
+        "rl": rl,
+        "synthesis": synthesis,
+        "parameters": parameters,
+        "rollouts": config.rl.batch_size,
+        "minibatch": config.rl.minibatch_size,
+        "generator_dtype": str(generator_dtype(config.generator.dtype, resolve_device("auto"))).removeprefix("torch."),
+        "torch_threads": torch.get_num_threads(),
+    }
+    name = f"art_profile_{args.tag}" if args.tag else "art_profile"
+    print(write_record(name, "Where ART's time goes, against the machine's limit", markdown(result), result))
+
+
+def _llama_parameters(config) -> int:  # noqa: ANN001
+    """A Llama-style decoder's parameters that multiply each token (the tied output layer counted once)."""
+    d, ff, layers, vocab = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
+    kv = config.num_key_value_heads * (d // config.num_attention_heads)
+    per_layer = d * d * 2 + d * kv * 2 + 3 * d * ff  # q, o; k, v; gate, up, down
+    return layers * per_layer + vocab * d
+
+
+if __name__ == "__main__":
+    main()
