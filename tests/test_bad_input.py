@@ -28,6 +28,7 @@ DATACUBE = ["datacube", "train", "--config", "configs/datacube-smoke.yaml", "--o
 DIFFAUG = ["diffaug", "train", "--config", "configs/diffaug-smoke.yaml", "--out", "{tmp}/out"]
 NLI = ["nli", "train", "--config", "configs/nli-discriminator.yaml", "--out", "{tmp}/out"]
 EVAL = ["eval", "--model", "bundled:minilm-l6", "--pairs"]
+GENERATE = ["art", "generate", "--config", "tune-cpu", "--out"]
 
 
 def bad_files(tmp):
@@ -82,6 +83,36 @@ def bad_files(tmp):
         (tmp / folder / "config.yaml").write_text(config)
         (tmp / folder / "manifest.json").write_text(json.dumps({"command": command, "stages": {}}))
     (tmp / "pairs.csv").write_text("sent0,sent1\nA man plays.,A man is playing.\n")
+    for folder, manifest, extra in [
+        ("corrupt_manifest", "{not json", {}),
+        ("corrupt_eval", json.dumps({"command": "eval"}), {"eval.json": "{not json"}),
+    ]:
+        (tmp / folder).mkdir()
+        (tmp / folder / "config.yaml").write_text((REPO / SMOKE).read_text())
+        (tmp / folder / "manifest.json").write_text(manifest)
+        for name, text in extra.items():
+            (tmp / folder / name).write_text(text)
+    record = {"anchor": "A man plays.", "positive": "A man is playing.", "negative": "Nobody plays."}
+    record |= {"positive_cosine": 0.9, "negative_cosine": 0.5, "positive_reward": 0.1, "negative_reward": 0.2}
+    (tmp / "synthetic.jsonl").write_text(json.dumps(record | {"drop_reason": None}) + "\n")
+    (tmp / "blank.jsonl").write_text("\n")
+    (tmp / "nli_header.tsv").write_text("premise\thypothesis\tlabel\n")
+    (tmp / "anchors.txt").write_text("A man plays a guitar on the street.\nTwo dogs run across a green field.\n")
+    from hardcse.art.config import TuneConfig
+    from hardcse.config import load_config, save_config
+
+    (tmp / "generated").mkdir()  # an `art generate` folder made for the held-out anchors
+    save_config(load_config(TuneConfig, REPO / "configs" / "tune-cpu.yaml"), tmp / "generated" / "config.yaml")
+    inputs = {"generator": "bundled:smollm2-135m", "anchors": "held-out", "limit": None, "n_anchors": 300}
+    (tmp / "generated" / "manifest.json").write_text(json.dumps({"command": "art generate", "inputs": inputs}))
+    for folder, instructions, files in [
+        ("tasks_not_text", "t1: {query: 3, positive: p, negative: n}\n", ["t1"]),
+        ("tasks_unlisted", "t1: {query: q, positive: p, negative: n}\n", ["t1", "t2"]),
+    ]:
+        (tmp / folder).mkdir()
+        (tmp / folder / "instructions.yaml").write_text(instructions)
+        for name in files:
+            (tmp / folder / f"{name}.jsonl").write_text('{"query": "a q", "pos": "a p", "neg": "a n"}\n')
 
 
 CASES = {
@@ -175,6 +206,18 @@ CASES = {
         "{tmp}/empty_config_run/config.yaml: empty or not a mapping of keys",
     ),
     "report a folder that is no run": (["art", "report", "{tmp}/junk_dir"], "not a run folder (no config.yaml)"),
+    "report a damaged manifest": (["art", "report", "{tmp}/corrupt_manifest"], "manifest.json: not valid JSON (line 1"),
+    "resume a damaged manifest": ([*ART[:5], "{tmp}/corrupt_manifest", "--resume"], "manifest.json: not valid JSON"),
+    "compare a damaged eval.json": (["compare", "{tmp}/corrupt_eval"], "corrupt_eval/eval.json: not valid JSON"),
+    "compare a missing later source": (["compare", "bundled:minilm-l6", "{tmp}/nope"], "nope': no such folder"),
+    "compare a baseline typo": (
+        ["compare", "bundled:minilm-l6", "--baseline", "typo"],
+        "--baseline typo: not among the sources or groups; give a source or a folder of them",
+    ),
+    "art compare no run folder": (
+        ["art", "compare", "{tmp}/empty_dir"],
+        "empty_dir: not a run folder (no config.yaml)",
+    ),
     "art compare another command's folder": (
         ["art", "compare", "{tmp}/diffaug_run"],
         "is a `hardcse diffaug train` folder, not a `hardcse art run` one",
@@ -193,7 +236,7 @@ CASES = {
         "{tmp}/corrupt_model/config.json: not valid JSON",
     ),
     "judge corrupt model": (
-        ["art", "judge", "--synthetic", "{tmp}/good.jsonl", "--judge", "{tmp}/corrupt_model"],
+        ["art", "judge", "--synthetic", "{tmp}/synthetic.jsonl", "--judge", "{tmp}/corrupt_model"],
         "NLI model {tmp}/corrupt_model: {tmp}/corrupt_model/config.json: not valid JSON",
     ),
     "eval model typo": (["eval", "--model", "{tmp}/runs/typo"], "runs/typo': no such folder"),
@@ -221,6 +264,45 @@ CASES = {
         "empty_dir: a folder, not a file",
     ),
     "decontaminate a folder": (["decontaminate", "{tmp}/empty_dir"], "empty_dir: a folder, not a file"),
+    "decontaminate out inside a file": (
+        ["decontaminate", "{tmp}/triplets.csv", "--out", "{tmp}/a_file/x.csv"],
+        "--out {tmp}/a_file/x.csv: {tmp}/a_file is a file",
+    ),
+    "judge synthetic without its fields": (
+        ["art", "judge", "--synthetic", "{tmp}/good.jsonl", "--judge", "bundled:minilm-l6"],
+        "good.jsonl:1: missing field(s) ['positive_cosine', 'negative_cosine', 'positive_reward'",
+    ),
+    "judge synthetic empty": (
+        ["art", "judge", "--synthetic", "{tmp}/blank.jsonl", "--judge", "bundled:minilm-l6"],
+        "blank.jsonl: no records",
+    ),
+    "judge out a folder": (
+        ["art", "judge", "--synthetic", "{tmp}/synthetic.jsonl", "--judge", "bundled:minilm-l6", "--out", "{tmp}"],
+        "this is a folder; give the path of a file",
+    ),
+    "nli eval out a file": (["nli", "eval", "--model", "bundled:minilm-l6", "--out", "{tmp}/a_file"], "this is a file"),
+    "nli triplets out a folder": (["nli", "triplets", "--nli", "x.tsv", "--out", "{tmp}/empty_dir"], "is a folder"),
+    "nli train header-only data": ([*NLI, "train_files=[{tmp}/nli_header.tsv]"], "hold no NLI pairs"),
+    "nli train missing dev": ([*NLI, "dev_files=[{tmp}/nope.tsv]"], "nope.tsv: no such file"),
+    "diffaug nli missing": ([*DIFFAUG, "nli_files=[{tmp}/nope.tsv]"], "nope.tsv: no such file"),
+    "tune empty corpus": (
+        ["art", "tune", "--config", "tune-cpu", "--out", "{tmp}/out", "anchors.corpus={tmp}/empty.txt"],
+        "only 0 corpus sentences",
+    ),
+    "generate resumed with other anchors": (
+        [*GENERATE, "{tmp}/generated", "--resume", "--anchors", "{tmp}/anchors.txt"],
+        "the inputs differ from the run's in anchors ('held-out' -> '{tmp}/anchors.txt'), n_anchors (300 -> 2)",
+    ),
+    "generate anchors a folder": (
+        ["art", "generate", "--config", "tune-cpu", "--out", "{tmp}/out", "--anchors", "{tmp}/empty_dir"],
+        "empty_dir: a folder, not a file",
+    ),
+    "assay name of a run file": (
+        ["assay", "--data", "{tmp}/triplets.csv", "{tmp}/triplets.csv", "--names", "run.log", "b", "--out", "{tmp}/o"],
+        "'run.log' is a file of the run folder; give the file another name",
+    ),
+    "datacube instruction not text": ([*DATACUBE, "data={tmp}/tasks_not_text"], "task 't1': query: 3 is not text"),
+    "datacube task file unlisted": ([*DATACUBE, "data={tmp}/tasks_unlisted"], "t2.jsonl: no task of"),
     "mix triplets a folder": ([*ART, "mix_triplets={tmp}/empty_dir"], "empty_dir: a folder, not a file (mix_triplets)"),
     "mix triplets without negatives": ([*ART, "mix_triplets={tmp}/pairs.csv"], "missing column(s) ['hard_neg']"),
     "judge broken JSONL": (

@@ -33,6 +33,9 @@ from hardcse.engines import Engine, check_engine
 from hardcse.errors import HardcseError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# what the assay's run folder holds beside one folder per file: no file's label may be one of them
+RUN_FOLDER_FILES = ("config.yaml", "manifest.json", "run.log", "run.lock", "tracking.json", "decontamination.json",
+                    "decontaminated.jsonl", "assay.md", "assay.json", "assay.png", "tensorboard", "wandb")  # fmt: skip
 
 
 @dataclass
@@ -66,6 +69,9 @@ class AssayConfig(SimCSETraining):
         for name in self.names:
             if not NAME.fullmatch(name):
                 raise ConfigValueError("names", f"{name!r}: use letters, digits, '.', '_' and '-' (a folder name)")
+        taken = [label for label in self.labels if label in RUN_FOLDER_FILES]
+        if taken:
+            raise ConfigValueError("names", f"{taken[0]!r} is a file of the run folder; give the file another name")
         if len(set(self.labels)) != len(self.labels):
             raise ConfigValueError("names", f"two files get one label ({', '.join(self.labels)}); give names")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):

@@ -174,10 +174,40 @@ def resolve_model(source: str) -> Path:
 
 
 def check_model_sources(sources: dict[str, str | None]) -> None:
-    """Every model source (config key -> source; None: not used) resolves, or an error names the key."""
+    """Every model source (config key -> source; None: not used) resolves and is of the kind its key's role needs
+    (:func:`check_model_kind`), or an error names the key."""
     for key, source in sources.items():
         if source is not None:
             try:
-                resolve_model(source)
+                check_model_kind(key.split(".")[0], resolve_model(source))
             except HardcseError as e:
                 raise HardcseError(f"{key}: {e}") from None
+
+
+def check_model_kind(role: str, folder: Path) -> None:
+    """From the folder's ``config.json`` alone (no weights load): a ``generator`` is a causal language model, a
+    ``discriminator`` or ``judge`` a 3-way NLI classifier, an ``encoder`` no causal language model. A folder
+    without ``config.json`` (a tuned generator's adapter) is left to its loader."""
+    import json
+
+    from hardcse.data.nli import LABELS
+
+    path = folder / "config.json"
+    if not path.is_file():
+        return
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return  # the loader names the damaged file (hardcse.model_files)
+    causal = any(str(a).endswith("ForCausalLM") for a in config.get("architectures") or [])
+    if role == "generator" and config.get("architectures") and not causal:
+        raise HardcseError(f"{folder}: {config['architectures'][0]} is not a causal language model; give an LLM")
+    if role == "encoder" and causal:
+        raise HardcseError(f"{folder}: a causal language model, not a sentence encoder; give an encoder")
+    if role in ("discriminator", "judge"):
+        labels = sorted(str(name).lower() for name in (config.get("id2label") or {}).values())
+        if labels != sorted(LABELS):
+            raise HardcseError(
+                f"{folder}: its labels are {labels}, not the three NLI labels {list(LABELS)}; train one with "
+                "`hardcse nli train` or pass a 3-way NLI cross-encoder"
+            )

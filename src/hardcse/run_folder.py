@@ -35,6 +35,7 @@ import yaml
 
 from hardcse.atomic import write_json_atomic
 from hardcse.config import config_to_dict, load_config, save_config
+from hardcse.data.jsonl import read_json_mapping
 from hardcse.devices import check_config_devices
 from hardcse.distributed import barrier, is_main, launched_world_size, run_on_main
 from hardcse.engines import Engine
@@ -155,7 +156,7 @@ class RunFolder:
     def _open_manifest(self) -> None:
         path = self.dir / "manifest.json"
         if path.is_file():
-            self.manifest = json.loads(path.read_text(encoding="utf-8"))
+            self.manifest = read_json_mapping(path)
         else:
             self.manifest = {
                 "command": self.command,
@@ -290,6 +291,18 @@ def check_output_folder(path: Path) -> None:
         raise HardcseError(f"--out {path}: {existing} is not writable; choose another folder")
 
 
+def check_output_file(path: Path, flag: str = "--out") -> None:
+    """``flag`` can name a file to write: no folder in its place, in a folder that is one or can be made."""
+    if path.is_dir():
+        raise HardcseError(f"{flag} {path}: this is a folder; give the path of a file to write")
+    if path.parent != path:
+        existing = next(p for p in path.parents if p.exists())
+        if not existing.is_dir():
+            raise HardcseError(f"{flag} {path}: {existing} is a file, so no folder can be made in it")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise HardcseError(f"{flag} {path}: {existing} is not writable; choose another path")
+
+
 def saved_config(run_dir: str | Path) -> Path:
     """The frozen config of a run folder (what ``--resume`` without ``--config`` reads)."""
     path = Path(run_dir) / "config.yaml"
@@ -300,7 +313,9 @@ def saved_config(run_dir: str | Path) -> Path:
 
 def saved_config_values(run_dir: str | Path) -> dict:
     """The frozen config of a run folder as a mapping (what ``report`` reads), refused by name when it is none."""
-    path = saved_config(run_dir)
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml)")
     try:
         values = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError):
@@ -315,13 +330,10 @@ SAME_KIND = ({"datacube plan", "datacube train"},)
 
 
 def written_by(run_dir: str | Path) -> str | None:
-    """The command that wrote a run folder, as its manifest says (None: no readable manifest, or one that predates
-    the manifest's ``command``)."""
-    try:
-        manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return (manifest.get("command") or None) if isinstance(manifest, dict) else None
+    """The command that wrote a run folder, as its manifest says (None: no manifest, or one that predates the
+    manifest's ``command``); a damaged manifest is an error naming it."""
+    path = Path(run_dir) / "manifest.json"
+    return (read_json_mapping(path).get("command") or None) if path.is_file() else None
 
 
 def check_written_by(run_dir: str | Path, command: str, use: str) -> None:

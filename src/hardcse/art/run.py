@@ -32,7 +32,7 @@ from hardcse.data.jsonl import read_jsonl
 from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
-from hardcse.discriminator.train import train_nli
+from hardcse.discriminator.train import nli_training_pairs, train_nli
 from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
@@ -90,6 +90,8 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     sources = {"encoder": config.encoder, "generator.model": config.generator.model, "judge": config.judge}
     if config.discriminator != TRAIN_IN_RUN:
         sources["discriminator"] = config.discriminator
+    else:  # the NLI files the run's discriminator trains on, read whole now
+        nli_training_pairs(config.discriminator_training)
     check_model_sources(sources)
     return round_anchors(split_anchors(config.anchors).train, config)
 

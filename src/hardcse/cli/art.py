@@ -87,6 +87,7 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
     """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
     last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
     from hardcse.art.rl.tuning import check_rank_shares, tune_generator
+    from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.distributed import run_on_main
     from hardcse.engines import Engine
     from hardcse.resources import check_model_sources
@@ -96,6 +97,7 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
     folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune", engine=engine)
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_rank_shares(config.rl)
+    split_anchors(config.anchors)  # the corpus read and split now: too few sentences fail before any model loads
     check_model_sources(
         {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
     )
@@ -146,6 +148,7 @@ def synthesis_run(
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.corpus import read_sentences
+    from hardcse.data.jsonl import read_json_mapping
     from hardcse.discriminator.nli import load_discriminator
     from hardcse.encoder.build import load_encoder
     from hardcse.engines import Engine
@@ -166,9 +169,18 @@ def synthesis_run(
     source = generator or config.generator.model
     folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate", engine=engine)
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
+    inputs = {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)}
+    manifest = Path(out) / "manifest.json"
+    recorded = read_json_mapping(manifest).get("inputs") if resume and manifest.is_file() else None
+    if recorded is not None and recorded != inputs:  # as a changed config is refused
+        changed = [f"{k} ({recorded.get(k)!r} -> {v!r})" for k, v in inputs.items() if recorded.get(k) != v]
+        raise HardcseError(
+            f"{out}: the inputs differ from the run's in {', '.join(changed)}; a resumed run keeps its inputs "
+            "(start a new folder to change them)"
+        )
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     with folder as run:
-        run.record("inputs", {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)})
+        run.record("inputs", inputs)
 
         def build(_: Path) -> None:
             discriminator = load_discriminator(config.discriminator, config.device)
@@ -192,12 +204,19 @@ def synthesis_run(
 
 
 def judge(args: argparse.Namespace) -> None:
-    from hardcse.art.analysis.judge import judge_records, judge_table_markdown
+    from hardcse.art.analysis.judge import check_synthetic_records, judge_records, judge_table_markdown
     from hardcse.atomic import write_json_atomic
-    from hardcse.data.jsonl import read_jsonl
+    from hardcse.data.jsonl import read_jsonl_numbered
     from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.run_folder import check_output_file
 
-    synthetic = {str(path): read_jsonl(path) for path in args.synthetic}  # every file read before the model loads
+    if args.out:
+        check_output_file(Path(args.out))
+    synthetic = {}
+    for path in map(str, args.synthetic):  # every file read and checked before the model loads
+        numbered = read_jsonl_numbered(path)
+        check_synthetic_records(path, numbered)
+        synthetic[path] = [record for _, record in numbered]
     model = NLIDiscriminator.load(args.judge)
     results = {name: judge_records(records, model) for name, records in synthetic.items()}
     print(judge_table_markdown(results))

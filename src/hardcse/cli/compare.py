@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> None:
         raise HardcseError(f"--resamples {args.resamples}: use at least 100 (1,000 or more for a table you publish)")
     if args.out:
         check_output_folder(Path(args.out))
+    check_sources(args.sources, args.baseline)  # every source and the baseline before any encoder is evaluated
     cache = Path(args.cache) if args.cache else None
     engine = Engine.from_environment()  # what evaluates an encoder source (HARDCSE_ENGINE)
     results = [load_result(source, cache, engine) for source in args.sources]
@@ -61,3 +62,23 @@ def run(args: argparse.Namespace) -> None:
         print(f"(written: {Path(args.out) / 'compare.md'}, compare.json, compare.png)")
     else:
         print(comparison_markdown(comparison))
+
+
+def check_sources(sources: list[str], baseline: str | None) -> None:
+    """Each source a folder with an evaluation or a config (read as it is), else a model that exists; the baseline
+    a source, a folder holding sources (a group's label) or a label with its count (``NAME (+N)``)."""
+    from hardcse.errors import HardcseError
+    from hardcse.evaluation.results import EVAL_FILES
+    from hardcse.resources import resolve_model
+
+    for source in sources:
+        folder = Path(source).expanduser()
+        if folder.is_file() and folder.name in EVAL_FILES:
+            continue
+        if not (folder.is_dir() and any((folder / name).exists() for name in ("config.yaml", *EVAL_FILES))):
+            resolve_model(source)
+    if baseline is None or baseline in sources:
+        return
+    parents = {str(Path(s).parent) for s in sources} | {str(p) for s in sources for p in Path(s).parents}
+    if baseline not in parents and not baseline.rstrip("'").endswith(")"):
+        raise HardcseError(f"--baseline {baseline}: not among the sources or groups; give a source or a folder of them")

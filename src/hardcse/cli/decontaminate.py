@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.data.jsonl import split_lines
     from hardcse.data.table import detect_format, read_table, text_columns
     from hardcse.errors import HardcseError, not_a_file
+    from hardcse.run_folder import check_output_file
 
     path = Path(args.file)
     if not path.is_file():
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> None:
     matches = out.with_name(f"{out.stem}.matches.jsonl")
     if out.resolve() == path.resolve():
         raise HardcseError(f"--out {out}: the same file as FILE; write the clean rows elsewhere")
+    check_output_file(out)
     if out.exists() and not args.overwrite:
         raise HardcseError(f"{out} exists; pass --overwrite to replace it, or another --out")
     try:

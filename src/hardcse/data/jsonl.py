@@ -82,6 +82,26 @@ def read_utf8(path: str | Path) -> str:
         raise HardcseError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
 
 
+def read_json(path: str | Path) -> object:
+    """A JSON file hardcse wrote (a manifest, an evaluation record); a damaged one is an error naming it."""
+    text = read_utf8(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise HardcseError(
+            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); the file is damaged: restore it "
+            "or run the command again into a new folder"
+        ) from None
+
+
+def read_json_mapping(path: str | Path) -> dict:
+    """:func:`read_json` of a file that holds one JSON object."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise HardcseError(f"{path}: not a JSON object; the file is damaged: restore it or run the command again")
+    return data
+
+
 def parse_line(path: Path, number: int, line: str) -> dict | None:
     """Line ``number`` of a JSONL file as its object (None for a blank line); anything else is an error."""
     if not line.strip():

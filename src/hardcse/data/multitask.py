@@ -111,6 +111,9 @@ def read_task_folder(folder: str | Path) -> list[Task]:
     for name, instructions in spec.items():
         if not isinstance(instructions, dict) or set(instructions) != {"query", "positive", "negative"}:
             raise HardcseError(f"{spec_path}: task {name!r} needs exactly query, positive and negative")
+        for key, text in instructions.items():
+            if not isinstance(text, str):
+                raise HardcseError(f"{spec_path}: task {name!r}: {key}: {text!r} is not text; write the instruction")
         path = folder / f"{name}.jsonl"
         if not path.is_file():
             raise not_a_file(path, f" (listed in {spec_path})")
@@ -125,6 +128,9 @@ def read_task_folder(folder: str | Path) -> list[Task]:
         tasks.append(task)
     if not tasks:
         raise HardcseError(f"{spec_path}: lists no task")
+    unlisted = sorted(p.name for p in folder.glob("*.jsonl") if p.stem not in spec)
+    if unlisted:  # nothing is left out silently
+        raise HardcseError(f"{folder}/{unlisted[0]}: no task of {spec_path} names it; add its instructions or move it")
     return tasks
 
 

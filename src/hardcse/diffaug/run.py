@@ -35,9 +35,12 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
     if config.setting == "semi" and (2 in config.stages or config.method == "simcse") and not resume:
         if not read_sentences(config.unlabeled):  # stage 2's sentences, checked before stage 1 spends its time
             raise HardcseError(f"{config.unlabeled}: no sentences")
+    needs_nli = not (resume and (Path(out) / "model").is_dir())  # a finished run's resume reads no data
+    data = functools.cache(lambda: nli_data(config))
+    if needs_nli:
+        data()  # the NLI files read and checked before any stage spends its time
     engine = Engine.resolve(config.engine)
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="diffaug train", engine=engine) as run:
-        data = functools.cache(lambda: nli_data(config))  # read only by a stage that still has to run
         stage1 = run.dir / "stage1"
         if config.method == "diffaug":
             if reused is not None:

@@ -20,6 +20,7 @@ from hardcse.batching import LengthGroupedBatchSampler
 from hardcse.config import ConfigValueError, check_positive
 from hardcse.data.nli import DEV_FILES, EVAL_FILES, LABEL_ID, LABELS, TRAIN_FILES, NLIPairs, read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, nli_metrics
+from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
 from hardcse.resources import resolve_model
 from hardcse.tracking.config import Tracked
@@ -78,11 +79,22 @@ class DevAccuracy(BaseEvaluator):
         return self.prefix_name_to_metrics({"accuracy": accuracy}, self.name)
 
 
-def train_nli(config: NLITrainConfig, out_dir: str | Path) -> NLIDiscriminator:
-    """Train the discriminator on ``config.train_files``, select on ``config.dev_files``, save to ``out_dir``."""
+def nli_training_pairs(config: NLITrainConfig) -> tuple[NLIPairs, NLIPairs]:
+    """The training and dev pairs, read whole (a bad or empty file fails here, before any model loads)."""
+    train, dev = read_nli_files(config.train_files), read_nli_files(config.dev_files)
+    for key, pairs in (("train_files", train), ("dev_files", dev)):
+        if not len(pairs):
+            raise HardcseError(f"{key}: {getattr(config, key)} hold no NLI pairs; give files with rows")
+    return train, dev
+
+
+def train_nli(
+    config: NLITrainConfig, out_dir: str | Path, data: tuple[NLIPairs, NLIPairs] | None = None
+) -> NLIDiscriminator:
+    """Train the discriminator on ``config.train_files``, select on ``config.dev_files`` (``data``: those pairs,
+    already read), save to ``out_dir``."""
     settings = config.training
-    train = read_nli_files(config.train_files)
-    dev = read_nli_files(config.dev_files)
+    train, dev = data or nli_training_pairs(config)
     if config.max_examples is not None and config.max_examples < len(train):
         keep = sorted(random.Random(settings.seed).sample(range(len(train)), config.max_examples))
         train = NLIPairs(*([column[i] for i in keep] for column in (train.premises, train.hypotheses, train.labels)))
@@ -120,9 +132,10 @@ def nli_run(
     from hardcse.run_folder import RunFolder
 
     resolve_model(config.base_model)
+    data = nli_training_pairs(config)
     with RunFolder(out, config, resume=resume, overwrite=overwrite, command="nli train") as run:
         model_dir = run.stage(
-            "model", "model", lambda partial: train_nli(config, partial), keep_partial=True, all_ranks=True
+            "model", "model", lambda partial: train_nli(config, partial, data), keep_partial=True, all_ranks=True
         )
         results = None
         if evaluate:

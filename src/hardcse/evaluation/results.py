@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from hardcse.data.jsonl import read_json_mapping
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
@@ -75,7 +76,7 @@ def _without_seeds(data: object) -> object:
 
 def _read_record(folder: Path) -> dict | None:
     if (folder / "eval.json").is_file():
-        return json.loads((folder / "eval.json").read_text(encoding="utf-8"))
+        return read_json_mapping(folder / "eval.json")
     if (folder / "eval.json.gz").is_file():
         return json.loads(gzip.decompress((folder / "eval.json.gz").read_bytes()))
     return last_round_eval(folder)
@@ -90,7 +91,7 @@ def last_round_eval_path(run_dir: Path) -> Path | None:
 def last_round_eval(run_dir: Path) -> dict | None:
     """An ART run folder's last evaluated ``round_*/eval.json``, or None."""
     path = last_round_eval_path(run_dir)
-    return json.loads(path.read_text(encoding="utf-8")) if path else None
+    return read_json_mapping(path) if path else None
 
 
 def model_fingerprint(model_dir: Path) -> str:

@@ -12,6 +12,7 @@ from hardcse.art.reward.shortcuts import shortcut_flags, word_overlap
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import pair_cosines
 from hardcse.engines import Engine
+from hardcse.errors import HardcseError
 
 # shortcut_measures' keys, as a table names them
 SHORTCUT_LABELS = {
@@ -55,6 +56,22 @@ def shortcut_measures(records: list[dict], generator: GeneratorConfig | None = N
         if f"{kind}_leak" in flags:
             out[f"{kind}_demonstration_leak_rate"] = share(flags[f"{kind}_leak"])
     return out
+
+
+# what judge_records reads of every record (``synthetic.jsonl`` as synthesis writes it)
+SYNTHETIC_FIELDS = ("anchor", "positive", "negative", "positive_cosine", "negative_cosine", "positive_reward",
+                    "negative_reward", "drop_reason")  # fmt: skip
+
+
+def check_synthetic_records(path: str, numbered: list[tuple[int, dict]]) -> None:
+    """Refuse, naming ``file:line``, a synthetic file that is empty or whose records lack a field the measures read."""
+    made_by = "give a synthetic.jsonl that `hardcse art generate` or `art run` wrote"
+    if not numbered:
+        raise HardcseError(f"{path}: no records; {made_by}")
+    for line, record in numbered:
+        missing = [field for field in SYNTHETIC_FIELDS if field not in record]
+        if missing:
+            raise HardcseError(f"{path}:{line}: missing field(s) {missing}; {made_by}")
 
 
 def judge_records(

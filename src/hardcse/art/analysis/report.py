@@ -7,7 +7,6 @@ accuracy by an independent judge (Table 4), mean cosines of positives and negati
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -19,13 +18,14 @@ import numpy as np  # noqa: E402
 from hardcse.art.analysis.tuning_report import plot_reward_per_round, reward_formula, rl_markdown  # noqa: E402
 from hardcse.art.config import TRAIN_IN_RUN  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
+from hardcse.data.jsonl import read_json_mapping  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
 from hardcse.run_folder import check_written_by, round_dirs, saved_config_values  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return read_json_mapping(path) if path.is_file() else None
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -223,7 +223,7 @@ def build_report(run_dir: str | Path) -> str:
     manifest = _read_json(run_dir / "manifest.json")
     rounds = [d for d in round_dirs(run_dir) if d.name != "round_0"]
     rl = config["rl"]
-    tuned = config["tune_generator"]
+    tuned = config.get("tune_generator", True)  # a folder from before the key: RL always tuned
     generator = (
         f"`{config['generator']['model']}` tuned with {rl['algorithm'].upper()} "
         f"({rl['steps']} steps x {rl['batch_size']} rollouts a round)"
