@@ -89,8 +89,10 @@ def random_discriminator(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
-def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: ANN001
-    """Seconds per part over ``steps`` timed steps, and each part's FLOPs in one more, counted, step."""
+def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as configured") -> dict:  # noqa: ANN001
+    """Seconds per part over ``steps`` timed steps, each part's FLOPs in one more, counted, step, and the decode
+    loop's length (its steps run until the longest row ends) against the rows' mean response length. ``variant``:
+    a candidate measured beside the loop as it is (VARIANTS)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from hardcse.art.rl import loop
@@ -99,7 +101,16 @@ def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: 
 
     counted: dict[str, int] = {}
     calls = {"step": 0}
-    timer, step = loop.RLTrainer.timer, loop.RLTrainer.step
+    decode_steps: list[int] = []
+    timer, step, sample, forward = loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample, loop.RLTrainer.forward
+
+    def recording_sample(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        samples = sample(*args, **kwargs)
+        decode_steps.append(samples.response_ids.shape[1])
+        return samples
+
+    def variant_forward(self, samples):  # noqa: ANN001, ANN202
+        return VARIANTS[variant](self, samples, forward)
 
     @contextmanager
     def counting_timer(self, timings, name):  # noqa: ANN001, ANN202
@@ -115,11 +126,13 @@ def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: 
         calls["step"] += 1
         return step(self, *args, **kwargs)
 
-    loop.RLTrainer.timer, loop.RLTrainer.step = counting_timer, counting_step
+    loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample = counting_timer, counting_step, recording_sample
+    loop.RLTrainer.forward = variant_forward
     try:
         final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
     finally:
-        loop.RLTrainer.timer, loop.RLTrainer.step = timer, step
+        loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample = timer, step, sample
+        loop.RLTrainer.forward = forward
     rows = read_jsonl(final / "rl_log.jsonl")
     timed, last = rows[1 : steps + 1], rows[-1]
     seconds = {p: statistics.median(r[f"{p}_s"] for r in timed) for p in PARTS}
@@ -129,6 +142,7 @@ def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: 
         "steps_timed": steps,
         "step_seconds": round(statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in timed), 2),
         "response_tokens_mean": round(tokens, 1),
+        "decode_steps_median": statistics.median(decode_steps[1 : steps + 1]),
         "counted_step_response_tokens": last["response_tokens"],
         "parts": {
             p: {
@@ -139,6 +153,32 @@ def profile_rl(config, discriminator, work: Path, steps: int) -> dict:  # noqa: 
             for p in PARTS
         },
     }
+
+
+def _eager_attention(self, samples, forward):  # noqa: ANN001, ANN202
+    """The training forwards with eager attention (sampling keeps SDPA)."""
+    decoder = self.model.base_model.model
+    decoder.set_attn_implementation("eager")
+    try:
+        return forward(self, samples)
+    finally:
+        decoder.set_attn_implementation("sdpa")
+
+
+def _autocast(self, samples, forward):  # noqa: ANN001, ANN202
+    """The training forwards under bf16 autocast (the LoRA weights' products in bf16 too)."""
+    import torch
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return forward(self, samples)
+
+
+# candidates for the RL step, each measured as a whole tuning beside the loop as configured
+VARIANTS = {
+    "as configured": lambda self, samples, forward: forward(self, samples),
+    "eager attention in the training forwards": _eager_attention,
+    "bf16 autocast in the training forwards": _autocast,
+}
 
 
 def profile_synthesis(config, discriminator, work: Path, anchors: int, parameters: int) -> dict:  # noqa: ANN001
@@ -191,7 +231,8 @@ def markdown(result: dict) -> list[str]:
         "",
         f"An RL step at cpu-full's sizes ({result['rollouts']} rollouts, minibatch {result['minibatch']}; median of "
         f"{rl['steps_timed']} steps after a warm-up; {rl['response_tokens_mean']} response tokens a rollout): "
-        f"**{rl['step_seconds']} s**.",
+        f"**{rl['step_seconds']} s**. The decode loop runs until its longest row ends: a median "
+        f"{rl['decode_steps_median']} decode steps for a mean of {rl['response_tokens_mean']} tokens a row.",
         "",
         "| part | seconds | share | GFLOP (counted) | GFLOP/s | of the bf16 matmul limit |",
         "|---|---:|---:|---:|---:|---:|",
@@ -202,6 +243,19 @@ def markdown(result: dict) -> list[str]:
         of_limit = f"{rate / peak['matmul_gflops_bf16']:.0%}" if rate is not None else "-"
         share = part["seconds"] / total
         lines.append(f"| {name} | {part['seconds']:.2f} | {share:.0%} | {part['gflop']} | {rate} | {of_limit} |")
+    if result.get("variants"):
+        lines += [
+            "",
+            "Candidates, each a whole tuning of the same steps on the same anchors (the rollouts differ once the "
+            "updates differ, so compare the training parts more than sampling):",
+            "",
+            "| variant | step s | generation | policy forward | reference | optimisation | decode steps |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, v in result["variants"].items():
+            p = v["parts"]
+            cells = [v["step_seconds"], *(p[k]["seconds"] for k in PARTS if k != "scoring"), v["decode_steps_median"]]
+            lines.append(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
     lines += [
         "",
         f"Synthesis of {synthesis['anchors']} anchors (a positive and a negative each) in {synthesis['engine']}: "
@@ -232,6 +286,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")
     parser.add_argument("--anchors", type=int, default=64, help="held-out anchors to synthesise for")
     parser.add_argument("--tag", default="", help="the record's name: art_profile_TAG (e.g. before, after)")
+    parser.add_argument("--variants", action="store_true", help="also time each candidate of VARIANTS")
     args = parser.parse_args()
     peak = machine_peak()
     with tempfile.TemporaryDirectory() as tmp:
@@ -246,10 +301,14 @@ def main() -> None:
         generator = AutoConfig.from_pretrained(str(resolve_model(config.generator.model)))
         parameters = _llama_parameters(generator)
         rl = profile_rl(config, discriminator, work, args.steps)
+        variants = {}
+        for name in list(VARIANTS)[1:] if args.variants else []:
+            variants[name] = profile_rl(config, discriminator, work / name.replace(" ", "-"), args.steps, name)
         synthesis = profile_synthesis(config, discriminator, work, args.anchors, parameters)
     result = {
         "peak": peak,
         "rl": rl,
+        "variants": variants,
         "synthesis": synthesis,
         "parameters": parameters,
         "rollouts": config.rl.batch_size,
