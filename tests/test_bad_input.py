@@ -148,10 +148,6 @@ CASES = {
         ["assay", "--data", "{tmp}/triplets.csv", "{tmp}/triplets.csv", "--seeds", "-1", "--out", "{tmp}/out"],
         "override seeds=[-1]: -1: a seed is an integer from 0 to 4294967295",
     ),
-    "assay one file": (
-        ["assay", "--data", "{tmp}/triplets.csv", "--out", "{tmp}/out"],
-        "one file ({tmp}/triplets.csv); an assay compares files with the first: give two or more",
-    ),
     "override bad device": (
         [*ART, "generator.device=gpu"],
         "override generator.device=gpu: 'gpu': give auto, cpu, cuda or cuda:N",

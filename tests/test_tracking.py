@@ -368,12 +368,13 @@ def test_an_art_run_reports_each_job_as_its_own_wandb_and_trackio_run_and_a_resu
     assert sorted(row["step"] for row in own if "rounds/eval/scores/STS-B-dev" in row) == [0, 1]
     assert any("plots/sts_per_round" in row for row in own)  # the plots, as images
     tracked = trackio_runs()
-    assert {name for name in tracked if name.startswith("tiny-w")} == set(runs)
-    trackio_rl = tracked["tiny-w/round_1/rl"]["rows"]
+    folder = f"tiny-w-{json.loads((run / 'tracking.json').read_text())['trackio']['suffix']}"  # unique to this folder
+    assert {name for name in tracked if name.startswith("tiny-w")} == {n.replace("tiny-w", folder) for n in runs}
+    trackio_rl = tracked[f"{folder}/round_1/rl"]["rows"]
     assert [s for s, row in trackio_rl if "round_1/rl/reward" in row] == [1, 2]
     assert [s for s, row in trackio_rl if "round_1/rl/completions" in row] == [1, 2]
-    assert [s for s, row in tracked["tiny-w"]["rows"] if "rounds/eval/scores/STS-B-dev" in row] == [0, 1]
-    assert any("train/loss" in row for _, row in tracked["tiny-w/round_1/encoder"]["rows"])
+    assert [s for s, row in tracked[folder]["rows"] if "rounds/eval/scores/STS-B-dev" in row] == [0, 1]
+    assert any("train/loss" in row for _, row in tracked[f"{folder}/round_1/encoder"]["rows"])
     # a resumed folder continues the same runs: W&B's folder run keeps its id (offline, a second folder of that
     # id), Trackio's keeps its id
     ids = json.loads((run / "tracking.json").read_text())
@@ -381,4 +382,24 @@ def test_an_art_run_reports_each_job_as_its_own_wandb_and_trackio_run_and_a_resu
     assert json.loads((run / "tracking.json").read_text())["wandb"] == ids["wandb"]
     again = [r for r in wandb_offline_runs(run) if r["name"] == "tiny-w"]
     assert len(again) == 2 and {r["id"] for r in again} == {ids["wandb"]["ids"][""]}
-    assert trackio_runs()["tiny-w"]["ids"] == tracked["tiny-w"]["ids"]
+    assert trackio_runs()[folder]["ids"] == tracked[folder]["ids"]
+    assert not any("wandb" in key for row in again[1]["history"] for key in row)  # W&B's own copies not re-sent
+
+
+def test_a_command_that_stops_on_an_error_ends_its_tracker_runs_failed_without_plots(tmp_path):
+    from hardcse.errors import HardcseError
+    from hardcse.run_folder import RunFolder
+
+    runs = tmp_path / "runs"
+    folder = RunFolder(runs / "broken", SimCSEConfig(report_to=["mlflow"]), command="simcse train")
+
+    def fail(partial):
+        partial.mkdir()
+        (partial / "plot.png").write_bytes(b"not sent")
+        raise HardcseError("a user mistake found mid-run")
+
+    with pytest.raises(HardcseError), folder as run:
+        run.stage("model", "model", fail)
+    with mlflow_store(runs) as db:
+        assert db.execute("select status from runs where name = 'broken'").fetchall() == [("FAILED",)]
+    assert not list(runs.rglob("*.png"))  # no plot sent (the folder itself is removed: nothing of it finished)

@@ -60,10 +60,6 @@ class AssayConfig(SimCSETraining):
     def check(self) -> None:
         super().check()
         check_engine("engine", self.engine)
-        if len(self.data) == 1:
-            raise ConfigValueError(
-                "data", f"one file ({self.data[0]}); an assay compares files with the first: give two or more"
-            )
         if self.names and len(self.names) != len(self.data):
             raise ConfigValueError("names", f"{len(self.names)} names for {len(self.data)} files; give one per file")
         for name in self.names:
@@ -205,6 +201,9 @@ def assay_run(
             f"start encoder {config.encoder}. Intervals: paired bootstrap 95% over test pairs and seeds (paired by "
             "seed); a difference is a finding only where its interval excludes zero."
         ]
+        if len(labels) == 1:  # valid (the evidence scripts assay one file at a time): its encoders' scores alone
+            extra.append(f"One file: nothing to compare it with; the table gives its {len(config.seeds)} encoders' "
+                         "scores (give two or more files for B - A with its interval).")  # fmt: skip
         markdown = write_comparison(comparison, run.dir / "assay", "Data assay", command, extra)
         run.finish()
     return markdown

@@ -185,10 +185,13 @@ def check_model_sources(sources: dict[str, str | None]) -> None:
 
 
 def check_model_kind(role: str, folder: Path) -> None:
-    """From the folder's ``config.json`` alone (no weights load): a ``generator`` is a causal language model, a
-    ``discriminator`` or ``judge`` a 3-way NLI classifier, an ``encoder`` no causal language model. A folder
-    without ``config.json`` (a tuned generator's adapter) is left to its loader."""
+    """From the folder's ``config.json`` alone (no weights load): a ``generator`` is a model type transformers
+    loads as a causal language model, a ``discriminator`` or ``judge`` a 3-way NLI classifier, an ``encoder`` no
+    bare causal language model (a sentence-transformers folder, as LLM-based embedders are, always passes). A
+    folder without ``config.json`` (a tuned generator's adapter) is left to its loader."""
     import json
+
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from hardcse.data.nli import LABELS
 
@@ -199,10 +202,12 @@ def check_model_kind(role: str, folder: Path) -> None:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         return  # the loader names the damaged file (hardcse.model_files)
-    causal = any(str(a).endswith("ForCausalLM") for a in config.get("architectures") or [])
-    if role == "generator" and config.get("architectures") and not causal:
-        raise HardcseError(f"{folder}: {config['architectures'][0]} is not a causal language model; give an LLM")
-    if role == "encoder" and causal:
+    architectures = [str(a) for a in config.get("architectures") or []]
+    causal_heads = {name for names in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values() for name in _as_tuple(names)}
+    if role == "generator" and architectures and not causal_heads & set(architectures):
+        raise HardcseError(f"{folder}: {architectures[0]} is no causal language model; give an LLM")
+    sentence_transformers = any((folder / name).is_file() for name in ("modules.json", "sentence_bert_config.json"))
+    if role == "encoder" and not sentence_transformers and causal_heads & set(architectures):
         raise HardcseError(f"{folder}: a causal language model, not a sentence encoder; give an encoder")
     if role in ("discriminator", "judge"):
         labels = sorted(str(name).lower() for name in (config.get("id2label") or {}).values())
@@ -211,3 +216,7 @@ def check_model_kind(role: str, folder: Path) -> None:
                 f"{folder}: its labels are {labels}, not the three NLI labels {list(LABELS)}; train one with "
                 "`hardcse nli train` or pass a 3-way NLI cross-encoder"
             )
+
+
+def _as_tuple(names: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (names,) if isinstance(names, str) else tuple(names)

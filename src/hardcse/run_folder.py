@@ -40,6 +40,7 @@ from hardcse.devices import check_config_devices
 from hardcse.distributed import barrier, is_main, launched_world_size, run_on_main
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
+from hardcse.folder_checks import check_output_folder, check_resumable
 from hardcse.logs import log_to_file
 from hardcse.machine import library_versions, machine_record
 
@@ -119,7 +120,7 @@ class RunFolder:
         barrier()  # every rank has checked the folder before rank 0 writes into it
         run_on_main(self._open)
         if not is_main():
-            self.manifest = json.loads((self.dir / "manifest.json").read_text(encoding="utf-8"))
+            self.manifest = read_json_mapping(self.dir / "manifest.json")
         return self
 
     def _open(self) -> None:
@@ -143,7 +144,7 @@ class RunFolder:
             self._stack.enter_context(tracking(self.dir, report_to, config_to_dict(self.config)))
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
-        self._stack.close()
+        self._stack.__exit__(exc_type, *exc)  # the trackers see the error: their runs end failed, with no plots
         if not is_main():
             return
         finished = any("end" in stage for stage in self.manifest.get("stages", {}).values())
@@ -157,6 +158,7 @@ class RunFolder:
         path = self.dir / "manifest.json"
         if path.is_file():
             self.manifest = read_json_mapping(path)
+            self.manifest.setdefault("command", self.command)  # a folder from before the manifest named it
         else:
             self.manifest = {
                 "command": self.command,
@@ -279,77 +281,6 @@ def round_dirs(run_dir: Path) -> list[Path]:
     """An ART run folder's ``round_0``, ``round_1``, ... in order (those that exist)."""
     rounds = (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit())
     return sorted(rounds, key=lambda p: int(p.name[6:]))
-
-
-def check_output_folder(path: Path) -> None:
-    """``--out`` can be a folder: it is one or can be made (no file in the way, a writable parent)."""
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir():
-        where = "this is a file" if existing == path else f"{existing} is a file, so no folder can be made in it"
-        raise HardcseError(f"--out {path}: {where}; give a folder (new or empty)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise HardcseError(f"--out {path}: {existing} is not writable; choose another folder")
-
-
-def check_output_file(path: Path, flag: str = "--out") -> None:
-    """``flag`` can name a file to write: no folder in its place, in a folder that is one or can be made."""
-    if path.is_dir():
-        raise HardcseError(f"{flag} {path}: this is a folder; give the path of a file to write")
-    if path.parent != path:
-        existing = next(p for p in path.parents if p.exists())
-        if not existing.is_dir():
-            raise HardcseError(f"{flag} {path}: {existing} is a file, so no folder can be made in it")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise HardcseError(f"{flag} {path}: {existing} is not writable; choose another path")
-
-
-def saved_config(run_dir: str | Path) -> Path:
-    """The frozen config of a run folder (what ``--resume`` without ``--config`` reads)."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml); give --config FILE")
-    return path
-
-
-def saved_config_values(run_dir: str | Path) -> dict:
-    """The frozen config of a run folder as a mapping (what ``report`` reads), refused by name when it is none."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise HardcseError(f"{run_dir}: not a run folder (no config.yaml)")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        values = None
-    if not isinstance(values, dict) or not values:
-        raise HardcseError(f"{path}: empty or not a mapping of keys, so the run's config is lost; run it again")
-    return values
-
-
-# commands that write the same kind of folder (``datacube train`` continues a ``datacube plan`` folder)
-SAME_KIND = ({"datacube plan", "datacube train"},)
-
-
-def written_by(run_dir: str | Path) -> str | None:
-    """The command that wrote a run folder, as its manifest says (None: no manifest, or one that predates the
-    manifest's ``command``); a damaged manifest is an error naming it."""
-    path = Path(run_dir) / "manifest.json"
-    return (read_json_mapping(path).get("command") or None) if path.is_file() else None
-
-
-def check_written_by(run_dir: str | Path, command: str, use: str) -> None:
-    """Refuse, by name and before its config is read, a run folder another command wrote; ``use`` says what the
-    user can do instead."""
-    wrote = written_by(run_dir)
-    if wrote is None or wrote == command or any({wrote, command} <= kind for kind in SAME_KIND):
-        return
-    raise HardcseError(f"{run_dir} is a `hardcse {wrote}` folder, not a `hardcse {command}` one; {use}")
-
-
-def check_resumable(run_dir: str | Path, command: str) -> None:
-    """``command --resume --out run_dir``: the folder is one ``command`` wrote."""
-    check_written_by(
-        run_dir, command, f"resume it with `hardcse {written_by(run_dir)} --resume`, or give --out another folder"
-    )
 
 
 @contextmanager

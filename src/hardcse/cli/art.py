@@ -208,7 +208,7 @@ def judge(args: argparse.Namespace) -> None:
     from hardcse.atomic import write_json_atomic
     from hardcse.data.jsonl import read_jsonl_numbered
     from hardcse.discriminator.nli import NLIDiscriminator
-    from hardcse.run_folder import check_output_file
+    from hardcse.folder_checks import check_output_file
 
     if args.out:
         check_output_file(Path(args.out))

@@ -56,7 +56,7 @@ def run_config(cls: type[T], args: argparse.Namespace, extra_overrides: list[str
     """The config of a run command: --config (or, with --resume, the folder's frozen config.yaml) + overrides."""
     from hardcse.config import load_config
     from hardcse.errors import HardcseError
-    from hardcse.run_folder import check_resumable, saved_config
+    from hardcse.folder_checks import check_resumable, saved_config
 
     if args.resume:  # the folder's kind first: another command's config.yaml would fail on keys, not say why
         check_resumable(args.out, args.run_command)

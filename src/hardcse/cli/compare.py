@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.errors import HardcseError
     from hardcse.evaluation.compare import compare_groups, comparison_markdown, write_comparison
     from hardcse.evaluation.results import group_by_seed, load_result
-    from hardcse.run_folder import check_output_folder
+    from hardcse.folder_checks import check_output_folder
 
     if args.resamples < 100:
         raise HardcseError(f"--resamples {args.resamples}: use at least 100 (1,000 or more for a table you publish)")
@@ -65,18 +65,13 @@ def run(args: argparse.Namespace) -> None:
 
 
 def check_sources(sources: list[str], baseline: str | None) -> None:
-    """Each source a folder with an evaluation or a config (read as it is), else a model that exists; the baseline
-    a source, a folder holding sources (a group's label) or a label with its count (``NAME (+N)``)."""
+    """Every source read as :func:`load_result` reads it, short of evaluating an encoder; the baseline a source,
+    a folder holding sources (a group's label) or a label with its count (``NAME (+N)``)."""
     from hardcse.errors import HardcseError
-    from hardcse.evaluation.results import EVAL_FILES
-    from hardcse.resources import resolve_model
+    from hardcse.evaluation.results import read_source
 
     for source in sources:
-        folder = Path(source).expanduser()
-        if folder.is_file() and folder.name in EVAL_FILES:
-            continue
-        if not (folder.is_dir() and any((folder / name).exists() for name in ("config.yaml", *EVAL_FILES))):
-            resolve_model(source)
+        read_source(source)
     if baseline is None or baseline in sources:
         return
     parents = {str(Path(s).parent) for s in sources} | {str(p) for s in sources for p in Path(s).parents}

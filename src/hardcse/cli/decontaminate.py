@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.data.jsonl import split_lines
     from hardcse.data.table import detect_format, read_table, text_columns
     from hardcse.errors import HardcseError, not_a_file
-    from hardcse.run_folder import check_output_file
+    from hardcse.folder_checks import check_output_file
 
     path = Path(args.file)
     if not path.is_file():

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.encoder.build import load_encoder
     from hardcse.errors import HardcseError
     from hardcse.evaluation.sts import sts_record
-    from hardcse.run_folder import check_output_folder
+    from hardcse.folder_checks import check_output_folder
 
     if args.out:
         check_output_folder(Path(args.out))

@@ -47,8 +47,8 @@ def train(args: argparse.Namespace) -> None:
 def evaluate(args: argparse.Namespace) -> None:
     from hardcse.atomic import write_json_atomic
     from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
+    from hardcse.folder_checks import check_output_folder
     from hardcse.report.tables import nli_table_markdown
-    from hardcse.run_folder import check_output_folder
 
     if args.out:
         check_output_folder(Path(args.out))
@@ -62,7 +62,7 @@ def triplets(args: argparse.Namespace) -> None:
     from hardcse.data.nli import read_nli_files
     from hardcse.data.triplets import nli_triplets, write_triplets
     from hardcse.errors import HardcseError
-    from hardcse.run_folder import check_output_file
+    from hardcse.folder_checks import check_output_file
 
     check_output_file(Path(args.out))
     pairs = read_nli_files(args.nli, on_error=on_error(args))

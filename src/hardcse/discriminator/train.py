@@ -131,9 +131,12 @@ def nli_run(
     from hardcse.discriminator.nli import evaluate_nli
     from hardcse.run_folder import RunFolder
 
+    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="nli train")
+    folder.check()  # --out mistakes before the data is read
     resolve_model(config.base_model)
-    data = nli_training_pairs(config)
-    with RunFolder(out, config, resume=resume, overwrite=overwrite, command="nli train") as run:
+    trained = resume and (Path(out) / "model").is_dir()
+    data = None if trained else nli_training_pairs(config)  # read whole now: a bad file fails before the model
+    with folder as run:
         model_dir = run.stage(
             "model", "model", lambda partial: train_nli(config, partial, data), keep_partial=True, all_ranks=True
         )

@@ -131,17 +131,37 @@ def cached_eval(source: str, cache: Path | None = None, engine: Engine | None = 
 def load_result(source: str, cache: Path | None = None, engine: Engine | None = None) -> Result:
     """The :class:`Result` of one source (see the module docstring); an encoder is evaluated in ``engine``
     (:func:`cached_eval`)."""
+    record, config = read_source(source)
+    if record is not None:
+        return Result(source, record, config)
+    return Result(source, cached_eval(source, cache, engine), None)
+
+
+def read_source(source: str) -> tuple[dict | None, dict | None]:
+    """A source's evaluation record and config as saved (both None for an encoder, which is checked to exist);
+    every refusal :func:`load_result` makes, without evaluating anything."""
+    from hardcse.resources import resolve_model
+
     folder = Path(source).expanduser()
     if folder.is_file() and folder.name in EVAL_FILES:
         folder = folder.parent
     config_path = folder / "config.yaml"
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) if config_path.is_file() else None
+    config = None
+    if config_path.is_file():
+        try:
+            config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            raise HardcseError(f"{config_path}: not valid YAML; the file is damaged: restore it") from None
     record = _read_record(folder) if folder.is_dir() else None
     if record is not None:
-        return Result(source, record, config)
+        return record, config
     if folder.is_dir() and config is not None and not (folder / "model").is_dir():
-        raise HardcseError(f"{source}: this run folder has no eval.json yet; finish it with --resume")
-    return Result(source, cached_eval(source, cache, engine), None)
+        raise HardcseError(
+            f"{source}: this run folder has no eval.json yet; finish it with --resume (a folder of a command that "
+            "evaluates nothing, such as `art generate`, never has one)"
+        )
+    resolve_model(source)
+    return None, None
 
 
 def group_by_seed(results: Sequence[Result]) -> dict[str, list[Result]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ class Backend:
     numbers; TensorBoard and MLflow keep every value in the folder's run, its key naming the job."""
 
     name = ""
+    save_state: Callable[[], None] = staticmethod(lambda: None)  # writes tracking.json (set by ``tracking``)
 
     def metrics(self, values: dict[str, float], step: int, job: str | None = None) -> None: ...
     def table(self, name: str, rows: list[dict], step: int, job: str | None = None) -> None: ...
@@ -33,7 +35,7 @@ class Backend:
         """This tracker's callback for the training job ``job``; None: the Trainer's own integration."""
         return None
 
-    def end_job(self, job: str) -> None: ...
+    def end_job(self, job: str, status: str) -> None: ...
     def close(self, status: str) -> None: ...
 
 

@@ -4,12 +4,15 @@ Their Trainer integrations log every job of a process into one process-wide run,
 keys with the previous round's. Here the run folder has a run (its config, stage numbers, rounds curve, plots) and
 each training job (``round_1/rl``, ``round_1/encoder``, ...) a run of its own, all in the group named after the run
 folder; a job's run opens when the job first logs and ends with it (an RL job's with the command). A run's id (W&B)
-or name (Trackio) is kept in ``tracking.json``, so a resumed folder continues the same runs.
+or name (Trackio, ``FOLDER-XXXXXX[/JOB]``) is kept in ``tracking.json`` when it opens, so a resumed folder, even
+one killed mid-job, continues the same runs.
 
 W&B runs offline unless ``WANDB_MODE`` says otherwise, under ``OUT/wandb/`` (or ``$WANDB_DIR``), project
 ``$WANDB_PROJECT`` or ``hardcse``; ``wandb sync OUT/wandb/offline-run-*`` uploads them. Offline, W&B does not resume a
-run: a resumed folder writes its new steps into a second offline folder with the same run id. Trackio writes to its
-local store (``$TRACKIO_DIR``, by default in the Hugging Face cache), project ``hardcse``; ``trackio show``.
+run: a resumed folder writes its new steps into a second offline folder with the same run id (and W&B's sync of two
+folders of one id may keep one of them: docs/commands.md). Trackio writes to its
+local store (``$TRACKIO_DIR``, by default in the Hugging Face cache), project ``hardcse``; ``trackio show``. Nothing
+leaves the machine unless the user sets ``WANDB_MODE``, ``TRACKIO_SPACE_ID`` or ``TRACKIO_SERVER_URL``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import contextvars
 import io
 import logging
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +42,17 @@ class RunPerJob(Backend):
         self.group = run_dir.name
         self.state = state.setdefault(self.name, {})
         self.jobs: dict[str, Any] = {}
+        self.closed = False
         self.folder_run = self.open(None, params)
 
     def run(self, job: str | None) -> Any:
+        if self.closed:  # dropped after a failure: a callback still holding it opens nothing new
+            raise RuntimeError(f"{self.name} was closed")
         if job is None:
             return self.folder_run
         if job not in self.jobs:
             self.jobs[job] = self.open(job, None)
+            self.save_state()  # its id now: a run killed in this job continues it on resume
         return self.jobs[job]
 
     def run_name(self, job: str | None) -> str:
@@ -63,12 +71,15 @@ class RunPerJob(Backend):
     def job_callback(self, job: str) -> JobLog:
         return JobLog(lambda values, step: self.log(self.run(job), values, step))
 
-    def end_job(self, job: str) -> None:
+    def end_job(self, job: str, status: str) -> None:
         run = self.jobs.pop(job, None)
         if run is not None:
-            self.finish(run, "FINISHED")
+            self.finish(run, status)
 
     def close(self, status: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
         for run in [*self.jobs.values(), self.folder_run]:
             self.finish(run, status)
         self.jobs.clear()
@@ -132,6 +143,12 @@ class Trackio(RunPerJob):
     messages go to ``run.log``, not the command's output."""
 
     name = "trackio"
+
+    def run_name(self, job: str | None) -> str:
+        """``FOLDER-XXXXXX[/JOB]``: Trackio finds a run again by its name alone, so the folder's runs carry a
+        random suffix of their own (kept in tracking.json), and another folder of the same name never shares them."""
+        folder = f"{self.group}-{self.state.setdefault('suffix', secrets.token_hex(3))}"
+        return f"{folder}/{job}" if job else folder
 
     def open(self, job: str | None, params: dict | None) -> Any:
         import trackio

@@ -32,6 +32,7 @@ from hardcse.tracking.values import environment_set, flatten, is_number, metric_
 log = logging.getLogger(__name__)
 
 STATE = "tracking.json"  # in the run folder: the tracker runs' ids, so a resumed folder continues them
+TRACKER_FOLDERS = {"tensorboard", "wandb"}  # what the trackers write inside the run folder
 
 
 class Tracking:
@@ -80,8 +81,10 @@ class Tracking:
             self._each("log a table", lambda b: b.table(name, rows, step, job))
 
     def images(self) -> None:
-        """Every PNG in the run folder (its plots)."""
+        """Every PNG in the run folder (its plots), not the copies the trackers keep in their own folders."""
         for path in sorted(self.run_dir.rglob("*.png")) if self.run_dir else []:
+            if TRACKER_FOLDERS & set(path.relative_to(self.run_dir).parts):
+                continue
             name = self.job(path.with_suffix(""))
             self._each("log an image", lambda b, n=name, p=path: b.image(n, p))
 
@@ -106,11 +109,13 @@ class Tracking:
 
         self._each("start a training job", start)
         self.save_state()  # a new job's tracker run, before it starts
+        status = "FAILED"  # unless the job returns
         try:
             with environment_set(environment):  # an integration may read its environment when it is made
                 yield [Guarded(own[b.name] or INTEGRATION_TO_CALLBACK[b.name](), b.name) for b in self.backends]
+            status = "FINISHED"
         finally:
-            self._each("end a training job", lambda b: b.end_job(job))
+            self._each("end a training job", lambda b: b.end_job(job, status))
 
     def close(self, status: str = "FINISHED") -> None:
         """``status``: FINISHED, or FAILED when the command stopped on an error."""
@@ -139,6 +144,8 @@ def tracking(run_dir: Path, report_to: list[str], params: dict) -> Iterator[Trac
         except Exception as error:  # noqa: BLE001
             log.warning("%s could not start (%s); the run goes on without it", name, error)
     opened.save_state = lambda: write_json_atomic(state_path, state)  # now: a killed run resumes the same ids
+    for backend in opened.backends:  # a run a backend opens later (a job's) is saved at once too
+        backend.save_state = opened.save_state
     opened.save_state()
     _ACTIVE = opened
     status = "FAILED"

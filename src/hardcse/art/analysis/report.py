@@ -21,7 +21,8 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import read_json_mapping  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
-from hardcse.run_folder import check_written_by, round_dirs, saved_config_values  # noqa: E402
+from hardcse.folder_checks import check_written_by, saved_config_values  # noqa: E402
+from hardcse.run_folder import round_dirs  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:
