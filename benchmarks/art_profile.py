@@ -75,20 +75,6 @@ def machine_peak() -> dict:
     }
 
 
-def random_discriminator(path: Path) -> None:
-    from sentence_transformers.cross_encoder import CrossEncoder
-
-    from hardcse.data.nli import LABEL_ID, LABELS
-    from hardcse.resources import resolve_model
-
-    model = CrossEncoder(
-        str(resolve_model("bundled:minilm-l6")),
-        num_labels=3,
-        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
-    )
-    model.save_pretrained(str(path))
-
-
 def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as configured") -> dict:  # noqa: ANN001
     """Seconds per part over ``steps`` timed steps, each part's FLOPs in one more, counted, step, and the decode
     loop's length (its steps run until the longest row ends) against the rows' mean response length. ``variant``:
@@ -274,6 +260,7 @@ def markdown(result: dict) -> list[str]:
 def main() -> None:
     import torch
 
+    from art_speed import random_discriminator  # the same stand-in discriminator as the speed record's
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.model import generator_dtype
     from hardcse.config import load_config
