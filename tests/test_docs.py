@@ -320,3 +320,118 @@ def test_the_figure_check_catches_a_figure_its_record_does_not_hold(tmp_path):
         "scratch.md:8: figures but no record cited",
         "scratch.md:9: benchmarks/results/missing.md does not exist",
     ]
+
+
+# The user guides are read, not searched: plain sentences, one idea each. The evidence pages (how an answer was
+# made, its history) and the developers' pages are not held to this.
+USER_GUIDES = [
+    ROOT / "README.md",
+    *(
+        ROOT / "docs" / f"{name}.md"
+        for name in ("art", "commands", "compose", "data", "datacube", "diffaug", "engines", "scale")
+    ),
+]
+MEDIAN_WORDS, MOST_WORDS = 25, 60
+
+
+def prose_units(text: str) -> list[tuple[str, bool]]:
+    """(text, is_table_cell) for each paragraph, list item and table cell of a Markdown page; code blocks,
+    headings and table rules left out, a link's target dropped (its words are the link's text)."""
+    text = re.sub(r"```.*?```", "\n\n", text, flags=re.S)
+    units, paragraph = [], []
+
+    def end_paragraph():
+        if paragraph:
+            units.append((" ".join(paragraph), False))
+            paragraph.clear()
+
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            end_paragraph()
+        elif line.startswith("|"):
+            end_paragraph()
+            if not re.fullmatch(r"[|:\- ]+", line):
+                units += [(cell, True) for cell in line.strip("|").split("|")]
+        else:
+            item = re.match(r"(?:[-*]|\d+\.)\s+", line)
+            if item:
+                end_paragraph()
+                line = line[item.end() :]
+            paragraph.append(line)
+    end_paragraph()
+    return [(re.sub(r"\]\([^)]*\)", "]", unit), cell) for unit, cell in units]
+
+
+def sentence_lengths(text: str) -> list[tuple[int, bool, str]]:
+    """(words, is_table_cell, sentence) for every sentence: a unit splits after ``.``, ``!`` or ``?`` followed by
+    a space and a capital, a digit or an opening mark (so 0.05 and e.g. a list stay whole)."""
+    found = []
+    for unit, cell in prose_units(text):
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[\"'`*(\[]?[A-Z0-9])", unit):
+            if sentence.split():
+                found.append((len(sentence.split()), cell, sentence))
+    return found
+
+
+@pytest.mark.parametrize("page", USER_GUIDES, ids=lambda p: p.name)
+def test_a_user_guide_is_written_in_plain_sentences(page):
+    lengths = sentence_lengths(page.read_text(encoding="utf-8"))
+    prose = sorted(words for words, cell, _ in lengths if not cell)  # a table's cells are not its prose
+    median = prose[len(prose) // 2] if prose else 0
+    too_long = [f"{words} words: {sentence[:90]}..." for words, _, sentence in lengths if words > MOST_WORDS]
+    assert median <= MEDIAN_WORDS, f"{page.name}: a median sentence of {median} words (limit {MEDIAN_WORDS})"
+    assert not too_long, f"{page.name}: sentences over {MOST_WORDS} words:\n" + "\n".join(too_long)
+
+
+def test_the_sentence_measure_on_a_hand_counted_page():
+    page = "\n".join(
+        [
+            "# A heading is not a sentence",
+            "One two three. Four five, 0.05 and e.g. six seven!",
+            "A paragraph goes on",
+            "over lines. [A link](docs/x.md) counts its words.",
+            "",
+            "```",
+            "code is not prose at all",
+            "```",
+            "- An item. Another one?",
+            "| cell one | cell two words |",
+            "|---|---:|",
+        ]
+    )
+    assert [(w, c) for w, c, _ in sentence_lengths(page)] == [
+        (3, False),
+        (7, False),
+        (6, False),
+        (5, False),
+        (2, False),
+        (2, False),
+        (2, True),
+        (3, True),
+    ]
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation but ``-`` and ``_`` dropped, spaces to ``-``."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#+ (.+)$", text, flags=re.M)
+    }
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_to_a_section_finds_it_and_no_issue_number_is_shown(page):
+    text = page.read_text(encoding="utf-8")
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+        linked = page.parent / target if target else page
+        if target.endswith(".md") and not target.startswith("http"):
+            assert anchor in heading_anchors(linked.read_text(encoding="utf-8")), f"{page.name}: {target}#{anchor}"
+    shown = re.findall(r"\bissues? #?\d+", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.I)
+    assert not shown, f"{page.name}: a reader cannot look up {shown}; say what was done instead"
+
+
+def test_heading_anchors_follow_github():
+    page = "# `hardcse eval`: the STS suite\n## ART's evidence, redone (issue 42)\n```\n# not a heading\n```"
+    assert heading_anchors(page) == {"hardcse-eval-the-sts-suite", "arts-evidence-redone-issue-42"}
