@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 
 from art_answers import answer_lines  # noqa: E402
 from art_evidence_tables import assay_groups, evidence_comparison, evidence_pairs  # noqa: E402
+from art_forest import corrected, seed_tests  # noqa: E402
 from hardcse.data.triplets import write_triplets  # noqa: E402
 from hardcse.evaluation.compare import Comparison, compare_groups  # noqa: E402
 from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
@@ -467,3 +468,29 @@ def test_a_held_out_measure_without_its_model_reads_undefined(tmp_path):
     row = next(line for line in lines if line.startswith("| cpu-full-seed-5 |"))
     cells = ["+0.100 [+0.050, +0.150] *"] * 4 + ["undefined"]
     assert row == "| cpu-full-seed-5 | round_1 | " + " | ".join(cells) + " |"
+
+
+def test_the_forest_plots_corrected_interval_is_the_pages_construction_at_the_bonferroni_level():
+    """paired.py's clustered interval, by hand: V_runs 0.0030 and V_pairs 0.0003 over 3 runs give the 95% half-width
+    sqrt(t_2(0.975)^2 x 0.003 + z(0.975)^2 x 0.0003) and, corrected for three comparisons, the same with the
+    0.99167 quantiles (t_2 7.6488, z 2.3940): 0.4210. One comparison gives back the 95% interval itself."""
+    from scipy.stats import norm, t
+
+    v_runs, v_pairs, runs = 0.003, 0.0003, 3
+    se = (v_runs + v_pairs) ** 0.5
+    df = (runs - 1) * se**4 / v_runs**2
+    half = (t.ppf(0.975, 2) ** 2 * v_runs + norm.ppf(0.975) ** 2 * v_pairs) ** 0.5
+    d = Interval(-0.27, -0.27 - half, -0.27 + half, 100, se, df)
+    assert corrected(d, runs, 1).low == pytest.approx(d.low) and corrected(d, runs, 1).high == pytest.approx(d.high)
+    wide = corrected(d, runs, 3)
+    assert wide.high - wide.estimate == pytest.approx((7.6488**2 * 0.003 + 2.3940**2 * 0.0003) ** 0.5, abs=1e-3)
+    assert wide.high - wide.estimate == pytest.approx(0.4210, abs=1e-3)
+
+
+def test_the_per_seed_tests_on_hand_counted_differences():
+    """Differences 1, 2, -1: of the 8 sign assignments, 6 have |sum| >= 2 (+++, ++-, +-+, -+-, --+, ---), so the
+    sign-flip p is 0.75; t = 0.667 / (1.5275 / sqrt 3) = 0.756 on 2 degrees of freedom, whose two-sided p is
+    1 - t / sqrt(t^2 + 2) = 0.529. Five differences of one sign give 2 / 32, the smallest five seeds can give."""
+    t_p, sign_p = seed_tests([1.0, 2.0, -1.0])
+    assert sign_p == 0.75 and t_p == pytest.approx(0.5286, abs=1e-3)
+    assert seed_tests([0.186, 0.066, 0.198, 0.032, 0.057])[1] == 2 / 32
