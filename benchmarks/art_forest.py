@@ -122,7 +122,7 @@ def draw(rows: list[dict], png: Path) -> None:
     ax.axvline(0, color="black", lw=0.8)
     ax.axhline(len(ABLATION_ROWS) - 0.5, color="lightgrey", lw=0.8)
     ax.set_xlabel("difference in avg7 of the assayed encoders (Spearman x 100)")
-    ax.set_title("ART's answers: 95% intervals (blue: excludes 0); ablations' thin line corrected for 3", fontsize=9)
+    ax.set_title("95% intervals, blue where they exclude 0; thin: corrected for 3 ablations", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
@@ -174,8 +174,8 @@ def main() -> None:
         [*lines, ""],
         payload,
         machine=[
-            "No machine decides these figures: they are computed from the committed records "
-            "(benchmarks/results/art_evidence/), whose pages name the machines that made them."
+            "Machine: any (no machine decides these figures: they are computed from the committed records "
+            "(benchmarks/results/art_evidence/), whose pages name the machines that made them)."
         ],
     )
     print("\n".join(lines))

@@ -208,6 +208,7 @@ def main() -> None:
             f"({'; '.join(sorted({machine_line(a['machine'], a['date']) for a in assays}))}); each one's command: "
             f"{ASSAY.relative_to(RESULTS.parent.parent)}/NAME.json."
         ],
+        machine=list({json.dumps(a["machine"], sort_keys=True): a["machine"] for a in assays}.values()),  # the assays'
     )
     write_record(
         "hard_correct",

@@ -270,3 +270,16 @@ def tiny_task(monkeypatch):
         return real(task)
 
     monkeypatch.setattr(paired, "load_sts_task", load)
+
+
+def test_a_written_comparison_keeps_the_machine_it_is_given(tmp_path):
+    """write_comparison's JSON: its command always, the machine where the caller names one (a benchmark's assays)."""
+    from hardcse.evaluation.compare import Comparison, write_comparison
+
+    empty = Comparison({}, [], {}, 100, 0, [])
+    write_comparison(empty, tmp_path / "plain", "T", "hardcse compare a b")
+    assert "machine" not in json.loads((tmp_path / "plain.json").read_text())
+    machine = [{"cpu": "AMD EPYC", "cpu_flags": ["avx2", "avx512_bf16"]}]
+    write_comparison(empty, tmp_path / "named", "T", "python benchmarks/x.py", machine=machine)
+    record = json.loads((tmp_path / "named.json").read_text())
+    assert record["machine"] == machine and record["command"] == "python benchmarks/x.py"

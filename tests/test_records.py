@@ -110,3 +110,15 @@ def test_a_rebuilt_table_names_the_runs_machines_not_todays(tmp_path):
     assert "machine not recorded (Linux-x, torch 2.12.0+cpu) (old)" in line
     assert "machine not recorded (the record keeps no manifest) (bare)" in line
     assert "2026-11-20" in module.recorded_dates({"new": new, "old": old})
+
+
+def test_a_json_record_without_a_page_names_its_machine_date_and_command():
+    """A figure file with no Markdown page beside it says for itself where it came from: a ``machine`` key (a
+    machine record, or null with a ``machine_note`` saying why), a date and a command."""
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+        if path.with_suffix(".md").is_file():
+            continue  # its page names them (the test above)
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert isinstance(record, dict) and "machine" in record, f"{path.name}: no machine key"
+        assert record["machine"] or "not recorded" in record.get("machine_note", ""), f"{path.name}: machine"
+        assert DATE.search(str(record.get("date", ""))) and record.get("command"), f"{path.name}: date, command"

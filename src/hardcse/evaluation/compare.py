@@ -197,9 +197,17 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     return path
 
 
-def write_comparison(c: Comparison, stem: str | Path, title: str, command: str, extra: Sequence[str] = ()) -> str:
+def write_comparison(
+    c: Comparison,
+    stem: str | Path,
+    title: str,
+    command: str,
+    extra: Sequence[str] = (),
+    machine: object = None,
+) -> str:
     """``STEM.md`` (title, command, both tables, ``extra`` lines), ``STEM.json`` and ``STEM.png`` (when there are
-    differences); returns the Markdown."""
+    differences); returns the Markdown. ``machine``: where the compared scores were computed (a machine record,
+    or several), kept in the JSON when given."""
     from hardcse.atomic import write_text_atomic
 
     stem = Path(stem)
@@ -210,6 +218,7 @@ def write_comparison(c: Comparison, stem: str | Path, title: str, command: str, 
     if extra:
         parts += ["", *extra]
     markdown = "\n".join(parts) + "\n"
-    write_text_atomic(stem.with_suffix(".json"), json.dumps(comparison_json(c) | {"command": command}, indent=2))
+    made = {"command": command} | ({"machine": machine} if machine is not None else {})
+    write_text_atomic(stem.with_suffix(".json"), json.dumps(comparison_json(c) | made, indent=2))
     write_text_atomic(stem.with_suffix(".md"), markdown)
     return markdown
