@@ -1,3 +1,4 @@
+import json
 import time
 
 import pytest
@@ -40,3 +41,17 @@ def test_uncached_hub_id_fails_fast_offline_with_the_fix(monkeypatch, tmp_path):
 def test_missing_path_that_is_not_a_hub_id():
     with pytest.raises(HardcseError, match="no such folder"):
         resolve_model("./not/here/at/all")
+
+
+def test_a_finished_art_run_stands_for_its_last_rounds_encoder(tmp_path):
+    """An ART run folder has no model/: each round keeps its encoder. Finished, it stands for the last round's (round
+    10 after round 9, not before it); unfinished, the error says to finish it."""
+    run = tmp_path / "art"
+    for r in (1, 9, 10):
+        (run / f"round_{r}" / "encoder").mkdir(parents=True)
+        (run / f"round_{r}" / "encoder" / "config.json").write_text("{}")
+    (run / "manifest.json").write_text(json.dumps({"command": "art run", "runs": [{"started": "x"}]}))
+    with pytest.raises(HardcseError, match="this ART run has not finished; finish it with --resume"):
+        resolve_model(str(run))
+    (run / "manifest.json").write_text(json.dumps({"command": "art run", "runs": [{"finished": "2026-11-27"}]}))
+    assert resolve_model(str(run)) == run / "round_10" / "encoder"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -146,7 +147,7 @@ def could_be_hub_id(source: str) -> bool:
 
 def resolve_model(source: str) -> Path:
     """A local folder for a model source: ``bundled:minilm-l6``, ``bundled:smollm2-135m``, a folder, or a hub id.
-    A hardcse run folder (``manifest.json`` and a finished ``model/``) stands for its ``model/``. Nothing is
+    A finished hardcse run folder stands for its model (:func:`run_model`). Nothing is
     contacted unless ``source`` can only be a hub id."""
     if source == BUNDLED_ENCODER:
         return bundled_encoder_dir()
@@ -159,9 +160,7 @@ def resolve_model(source: str) -> Path:
         if not path.is_dir():
             raise HardcseError(f"{path}: a model source must be a folder, not a file")
         if (path / "manifest.json").is_file():
-            if not (path / "model").is_dir():
-                raise HardcseError(f"{path}: this run folder has no finished model/ yet; finish it with --resume")
-            path = path / "model"
+            path = run_model(path)
         if not any((path / marker).is_file() for marker in MODEL_MARKERS):
             raise HardcseError(f"{path}: this folder holds no model (none of {', '.join(MODEL_MARKERS)})")
         return path
@@ -171,6 +170,23 @@ def resolve_model(source: str) -> Path:
         f"model {source!r}: no such folder; give an existing folder, a run folder, "
         f"{BUNDLED_ENCODER} or {BUNDLED_GENERATOR}"
     )
+
+
+def run_model(run: Path) -> Path:
+    """The model a finished run folder stands for: its ``model/``, or, for an ART run (no ``model/``, one
+    ``round_r/encoder/`` a round), the last round's encoder once the run has finished."""
+    if (run / "model").is_dir():
+        return run / "model"
+    rounds = sorted(run.glob("round_*/encoder"), key=lambda p: int(p.parent.name.removeprefix("round_")))
+    if not rounds:
+        raise HardcseError(f"{run}: this run folder has no finished model/ yet; finish it with --resume")
+    try:
+        finished = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["runs"][-1].get("finished")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise HardcseError(f"{run}/manifest.json: damaged; run the command again with --resume") from None
+    if not finished:
+        raise HardcseError(f"{run}: this ART run has not finished; finish it with --resume")
+    return rounds[-1]
 
 
 def check_model_sources(sources: dict[str, str | None]) -> None:
@@ -189,7 +205,6 @@ def check_model_kind(role: str, folder: Path) -> None:
     loads as a causal language model, a ``discriminator`` or ``judge`` a 3-way NLI classifier, an ``encoder`` no
     bare causal language model (a sentence-transformers folder, as LLM-based embedders are, always passes). A
     folder without ``config.json`` (a tuned generator's adapter) is left to its loader."""
-    import json
 
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
