@@ -1,0 +1,149 @@
+"""Two hardcse jobs on one small machine: how much an RL step slows when a second job shares the cores, and which
+OpenMP setting keeps it near its share.
+
+    python benchmarks/two_jobs.py [--steps 3]
+
+An RL job at the smoke config's size (4 rollouts a step, answers of at most 40 tokens, the bundled SmolLM2-135M,
+a random-head NLI model in place of the discriminator) times ``--steps`` steps after one warm-up step, each part
+by the loop's own timer. It runs alone, then beside a second job of the same kind started first and niced (a
+user's "background" run), under each setting of SETTINGS, given to both processes through the environment before
+torch starts:
+
+- ``default``: what a user gets (torch's GNU OpenMP, one thread a core, threads spin at a barrier before they sleep);
+- ``OMP_WAIT_POLICY=PASSIVE``: OpenMP threads sleep at once at a barrier instead of spinning;
+- ``OMP_NUM_THREADS=1``: one thread a process, no barrier to wait at.
+
+Writes benchmarks/results/two_jobs.{md,json}. Run it with nothing else on the machine: the second job is part of
+the measurement, anything else is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("generation", "scoring", "policy_forward", "reference", "optimisation")
+SETTINGS = {
+    "default": {},
+    "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"},
+}
+
+
+def child(steps: int, out: Path) -> None:
+    """One RL job: ``steps`` steps at the smoke config's size, its RL log written to ``out``."""
+    sys.path.insert(0, str(HERE))
+    from art_speed import random_discriminator
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.config import load_config
+    from hardcse.discriminator.nli import NLIDiscriminator
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        random_discriminator(work / "nli")
+        overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false", "engine=torch"]
+        overrides += [f"rl.steps={steps}", f"rl.save_every={steps}"]
+        config = load_config(ArtRunConfig, "configs/smoke.yaml", overrides)
+        discriminator = NLIDiscriminator.load(str(work / "nli"))
+        final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
+        out.write_text((final / "rl_log.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def job(steps: int, out: Path, environment: dict, nice: int = 0) -> subprocess.Popen:
+    command = [sys.executable, __file__, "--child", str(steps), "--out", str(out)]
+    if nice:
+        command = ["nice", "-n", str(nice), *command]
+    return subprocess.Popen(command, env=os.environ | environment, cwd=HERE.parent)
+
+
+def timed(log: Path, steps: int) -> dict:
+    """Median seconds of each part over the timed steps (the first, a warm-up, left out)."""
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()][1 : steps + 1]
+    parts = {p: round(statistics.median(r[f"{p}_s"] for r in rows), 2) for p in PARTS}
+    step = round(statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in rows), 2)
+    tokens = round(statistics.mean(r["response_tokens"] for r in rows), 1)
+    return {"step_seconds": step, "parts": parts, "response_tokens_mean": tokens}
+
+
+def measure(steps: int, environment: dict, beside: bool, work: Path) -> dict:
+    """The foreground job's timed steps, alone or beside a niced background job started first (given 20 s to load
+    and begin its own steps, and run for as many steps as the foreground could possibly need)."""
+    background = job(10 * (steps + 1), work / "background.jsonl", environment, nice=10) if beside else None
+    try:
+        if background:
+            time.sleep(20)
+        start = time.perf_counter()
+        foreground = job(steps + 1, work / "foreground.jsonl", environment)
+        if foreground.wait() != 0:
+            raise SystemExit("the foreground job failed")
+        wall = time.perf_counter() - start
+    finally:
+        if background:
+            background.kill()
+            background.wait()
+    return timed(work / "foreground.jsonl", steps) | {"job_seconds": round(wall, 1)}
+
+
+def markdown(result: dict) -> list[str]:
+    lines = [
+        "The foreground RL job's step (median of the timed steps, seconds) alone and beside a niced second job of "
+        "the same kind, and the slowdown (beside / alone):",
+        "",
+        "| setting | alone: step | alone: generation | beside: step | beside: generation | slowdown, step | "
+        "slowdown, generation | whole job alone / beside (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, runs in result["settings"].items():
+        alone, beside = runs["alone"], runs["beside"]
+        lines.append(
+            f"| {name} | {alone['step_seconds']} | {alone['parts']['generation']} | {beside['step_seconds']} | "
+            f"{beside['parts']['generation']} | {beside['step_seconds'] / alone['step_seconds']:.1f}x | "
+            f"{beside['parts']['generation'] / alone['parts']['generation']:.1f}x | "
+            f"{alone['job_seconds']} / {beside['job_seconds']} |"
+        )
+    default = result["settings"]["default"]["alone"]["step_seconds"]
+    lines += [
+        "",
+        f"A fair share of 2 cores between two jobs would make a step about 2x as long. The default alone: {default} s.",
+        "",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.out)
+        return
+    from record import write_record
+
+    settings = {}
+    for name, environment in SETTINGS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            settings[name] = {
+                kind: measure(args.steps, environment, kind == "beside", Path(tmp)) for kind in ("alone", "beside")
+            }
+        print(name, json.dumps(settings[name]), flush=True)
+    result = {"steps_timed": args.steps, "settings": settings}
+    print(
+        write_record(
+            "two_jobs", "Two jobs on one small machine: an RL step alone and beside another", markdown(result), result
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
