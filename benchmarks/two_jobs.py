@@ -5,9 +5,9 @@ OpenMP setting keeps it near its share.
 
 An RL job at the smoke config's size (4 rollouts a step, answers of at most 40 tokens, the bundled SmolLM2-135M,
 a random-head NLI model in place of the discriminator) times ``--steps`` steps after one warm-up step, each part
-by the loop's own timer. It runs alone, then beside a second job of the same kind started first and niced (a
-user's "background" run), under each setting of SETTINGS, given to both processes through the environment before
-torch starts:
+by the loop's own timer. It runs alone, then beside a second job of the same kind started first, niced (a user's
+"background" run) and not niced (two jobs started alike), under each setting of SETTINGS, given to both processes
+through the environment before torch starts:
 
 - ``default``: what a user gets (torch's GNU OpenMP, one thread a core, threads spin at a barrier before they sleep);
 - ``OMP_WAIT_POLICY=PASSIVE``: OpenMP threads sleep at once at a barrier instead of spinning;
@@ -74,10 +74,13 @@ def timed(log: Path, steps: int) -> dict:
     return {"step_seconds": step, "parts": parts, "response_tokens_mean": tokens}
 
 
-def measure(steps: int, environment: dict, beside: bool, work: Path) -> dict:
-    """The foreground job's timed steps, alone or beside a niced background job started first (given 20 s to load
-    and begin its own steps, and run for as many steps as the foreground could possibly need)."""
-    background = job(10 * (steps + 1), work / "background.jsonl", environment, nice=10) if beside else None
+KINDS = {"none": None, "niced": 10, "not niced": 0}  # the second job: its niceness (None: no second job)
+
+
+def measure(steps: int, environment: dict, nice: int | None, work: Path) -> dict:
+    """The foreground job's timed steps, alone or beside a background job at niceness ``nice`` started first (given
+    20 s to load and begin its own steps, and run for as many steps as the foreground could possibly need)."""
+    background = None if nice is None else job(10 * (steps + 1), work / "background.jsonl", environment, nice=nice)
     try:
         if background:
             time.sleep(20)
@@ -95,22 +98,20 @@ def measure(steps: int, environment: dict, beside: bool, work: Path) -> dict:
 
 def markdown(result: dict) -> list[str]:
     lines = [
-        "The foreground RL job's step (median of the timed steps, seconds) alone and beside a niced second job of "
-        "the same kind, and the slowdown (beside / alone):",
+        "The foreground RL job's step: the median of the timed steps in seconds, its generation part, its mean "
+        "response tokens, and the step against the default setting's step alone:",
         "",
-        "| setting | alone: step | alone: generation | beside: step | beside: generation | slowdown, step | "
-        "slowdown, generation | whole job alone / beside (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| setting | second job | step (s) | generation (s) | response tokens | step / default alone |",
+        "|---|---|---:|---:|---:|---:|",
     ]
+    default = result["settings"]["default"]["none"]["step_seconds"]
     for name, runs in result["settings"].items():
-        alone, beside = runs["alone"], runs["beside"]
-        lines.append(
-            f"| {name} | {alone['step_seconds']} | {alone['parts']['generation']} | {beside['step_seconds']} | "
-            f"{beside['parts']['generation']} | {beside['step_seconds'] / alone['step_seconds']:.1f}x | "
-            f"{beside['parts']['generation'] / alone['parts']['generation']:.1f}x | "
-            f"{alone['job_seconds']} / {beside['job_seconds']} |"
-        )
-    default = result["settings"]["default"]["alone"]["step_seconds"]
+        for kind, run in runs.items():
+            lines.append(
+                f"| {name} | {kind} | "
+                f"{run['step_seconds']} | {run['parts']['generation']} | {run['response_tokens_mean']} | "
+                f"{run['step_seconds'] / default:.2f} |"
+            )
     lines += [
         "",
         f"A fair share of 2 cores between two jobs would make a step about 2x as long. The default alone: {default} s.",
@@ -133,9 +134,7 @@ def main() -> None:
     settings = {}
     for name, environment in SETTINGS.items():
         with tempfile.TemporaryDirectory() as tmp:
-            settings[name] = {
-                kind: measure(args.steps, environment, kind == "beside", Path(tmp)) for kind in ("alone", "beside")
-            }
+            settings[name] = {kind: measure(args.steps, environment, nice, Path(tmp)) for kind, nice in KINDS.items()}
         print(name, json.dumps(settings[name]), flush=True)
     result = {"steps_timed": args.steps, "settings": settings}
     print(
