@@ -11,7 +11,8 @@ through the environment before torch starts:
 
 - ``default``: what a user gets (torch's GNU OpenMP, one thread a core, threads spin at a barrier before they sleep);
 - ``OMP_WAIT_POLICY=PASSIVE``: OpenMP threads sleep at once at a barrier instead of spinning;
-- ``OMP_NUM_THREADS=1``: one thread a process, no barrier to wait at.
+- ``OMP_NUM_THREADS=1``: one thread a process, no barrier to wait at;
+- ``GOMP_SPINCOUNT=N``: threads spin N times at a barrier before they sleep (libgomp's default is 300,000).
 
 Writes benchmarks/results/two_jobs.{md,json}. Run it with nothing else on the machine: the second job is part of
 the measurement, anything else is not.
@@ -35,6 +36,8 @@ SETTINGS = {
     "default": {},
     "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
     "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"},
+    "GOMP_SPINCOUNT=10000": {"GOMP_SPINCOUNT": "10000"},
+    "GOMP_SPINCOUNT=1000": {"GOMP_SPINCOUNT": "1000"},
 }
 
 
