@@ -7,15 +7,15 @@ from hardcse.data.sts import DEV_TASK
 from hardcse.evaluation.compare import Comparison, verdict
 from hardcse.stats import detectable_difference
 
-# issue 42's declared generation seeds (docs/art.md): an answer without all of them is interim. The ablations'
-# were declared 2026-11-27 before any of their runs (docs/art.md "Where the ablations stand"): the faithful setting
-# and the three ablations at each, on one machine a seed, without the judge (it decides no run's data, only its
-# measures, and training it again takes most of a session)
+# the evidence's declared generation seeds (docs/art-evidence.md): an answer without all of them is interim. The
+# ablations' were declared 2026-11-27 before any of their runs (docs/art-evidence.md "Where the ablations stand"):
+# the faithful setting and the three ablations at each, on one machine a seed, without the judge (it decides no
+# run's data, only its measures, and training it again takes most of a session)
 DECLARED_SEEDS, ABLATION_SEEDS = (42, 1, 2, 3, 4), (5, 6, 7)
 # the smallest avg7 difference an ablation's answer detects with 80% power if its 3 runs spread as the main
-# settings' 5 do, said before the ablations ran (docs/art.md "The ablations' power, said before they run": 1.86 x
-# the main answers' 0.12-0.13). With 3 runs the observed spread can come out far smaller by chance (two runs that
-# agree: 0.05 at seeds 5 and 6, found by an independent review): the answer names the larger
+# settings' 5 do, said before the ablations ran (docs/art-evidence.md "The ablations' power, said before they
+# run": 1.86 x the main answers' 0.12-0.13). With 3 runs the observed spread can come out far smaller by chance
+# (two runs that agree: 0.05 at seeds 5 and 6, found by an independent review): the answer names the larger
 DECLARED_ABLATION_POWER = 0.23
 
 

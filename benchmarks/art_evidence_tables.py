@@ -10,7 +10,7 @@ from pathlib import Path
 from hardcse.art.analysis.report import compare_runs
 from hardcse.evaluation.compare import Comparison, compare_groups, comparison_markdown, interval_cell
 from hardcse.evaluation.results import Result, load_result
-from hardcse.run_folder import round_dirs
+from hardcse.folder_checks import round_dirs
 from hardcse.stats import Interval
 from provenance import machine_line
 from record_assay import assayed, training_triplets

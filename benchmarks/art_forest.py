@@ -19,6 +19,7 @@ from art_answers import ABLATION_SEEDS, DECLARED_ABLATION_POWER, DECLARED_SEEDS
 from art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_groups, common_runs, evidence_comparison
 from art_rounds import ASSAY, RESULTS, record_dir
 from hardcse.data.sts import DEV_TASK
+from hardcse.evaluation.paired import clustered_half_width
 from hardcse.stats import Interval, detectable_difference
 from record import write_record
 from record_files import unpacked
@@ -42,15 +43,15 @@ DECLARED = {(a, b) for a, b, _ in MAIN_ROWS[:3] + ABLATION_ROWS}
 CORRECTED_FOR = 3  # each family of declared comparisons: the three questions, the three ablations
 
 
-def corrected(d: Interval, runs: int, comparisons: int) -> Interval:
+def corrected(d: Interval, runs: int, comparisons: int) -> Interval | None:
     """``d`` at the Bonferroni level 1 - 0.05/comparisons, built as the page builds its 95% interval
-    (hardcse/evaluation/paired.py): estimate +- sqrt(t_{G-1}^2 x V_runs + z^2 x V_pairs), both quantiles at the
-    corrected level. V_runs and V_pairs come back from the interval's standard error and Welch-Satterthwaite
-    degrees of freedom: SE^2 = V_runs + V_pairs, df = (G-1) x SE^4 / V_runs^2."""
-    q = 1 - 0.05 / comparisons / 2
+    (hardcse.evaluation.paired.clustered_half_width at the corrected quantile). V_runs and V_pairs come back from the
+    interval's standard error and Welch-Satterthwaite degrees of freedom: SE^2 = V_runs + V_pairs, df = (G-1) x
+    SE^4 / V_runs^2. None where the interval keeps neither (one run a side, or no spread between runs)."""
+    if d.se is None or d.df is None or runs < 2:
+        return None
     v_runs = d.se**2 * math.sqrt((runs - 1) / d.df)
-    v_pairs = d.se**2 - v_runs
-    half = math.sqrt(stats.t.ppf(q, runs - 1) ** 2 * v_runs + stats.norm.ppf(q) ** 2 * v_pairs)
+    half = clustered_half_width(v_runs, d.se**2 - v_runs, runs, q=1 - 0.05 / comparisons / 2)
     return Interval(d.estimate, d.estimate - half, d.estimate + half, d.n, d.se, d.df)
 
 
@@ -107,8 +108,9 @@ def comparisons(names: list[str], seeds: tuple[int, ...], rows: list[tuple[str, 
         )
         if (a, b) in DECLARED:
             runs = len(found[-1]["generation_seeds"])
-            found[-1]["corrected"] = corrected(diff[PRIMARY], runs, CORRECTED_FOR)
-            found[-1]["corrected_dev"] = corrected(diff[DEV_TASK], runs, CORRECTED_FOR)
+            for key, column in (("corrected", PRIMARY), ("corrected_dev", DEV_TASK)):
+                if (fixed := corrected(diff[column], runs, CORRECTED_FOR)) is not None:
+                    found[-1][key] = fixed
     return found
 
 

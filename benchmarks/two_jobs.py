@@ -50,15 +50,14 @@ def child(steps: int, out: Path) -> None:
     from hardcse.config import load_config
     from hardcse.discriminator.nli import NLIDiscriminator
 
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        random_discriminator(work / "nli")
-        overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false", "engine=torch"]
-        overrides += [f"rl.steps={steps}", f"rl.save_every={steps}"]
-        config = load_config(ArtRunConfig, "configs/smoke.yaml", overrides)
-        discriminator = NLIDiscriminator.load(str(work / "nli"))
-        final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
-        out.write_text((final / "rl_log.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    work = out.with_suffix(".work")  # beside the log: the parent counts the steps in work/rl/rl_log.jsonl
+    random_discriminator(work / "nli")
+    overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false", "engine=torch"]
+    overrides += [f"rl.steps={steps}", f"rl.save_every={steps}"]
+    config = load_config(ArtRunConfig, "configs/smoke.yaml", overrides)
+    discriminator = NLIDiscriminator.load(str(work / "nli"))
+    final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
+    out.write_text((final / "rl_log.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def job(steps: int, out: Path, environment: dict, nice: int = 0) -> subprocess.Popen:
@@ -80,23 +79,34 @@ def timed(log: Path, steps: int) -> dict:
 KINDS = {"none": None, "niced": 10, "not niced": 0}  # the second job: its niceness (None: no second job)
 
 
+def background_steps(work: Path) -> int:
+    """The RL steps the background job has logged so far."""
+    log = work / "background.work" / "rl" / "rl_log.jsonl"
+    return len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
+
+
 def measure(steps: int, environment: dict, nice: int | None, work: Path) -> dict:
     """The foreground job's timed steps, alone or beside a background job at niceness ``nice`` started first (given
-    20 s to load and begin its own steps, and run for as many steps as the foreground could possibly need)."""
-    background = None if nice is None else job(10 * (steps + 1), work / "background.jsonl", environment, nice=nice)
+    20 s to load and begin its own steps, and run for as many steps as the foreground could possibly need). Beside
+    one, also how many steps the background job made while the foreground ran; an error if it had ended."""
+    background = None if nice is None else job(100 * (steps + 1), work / "background.jsonl", environment, nice=nice)
     try:
         if background:
             time.sleep(20)
-        start = time.perf_counter()
+        start, before = time.perf_counter(), background_steps(work)
         foreground = job(steps + 1, work / "foreground.jsonl", environment)
         if foreground.wait() != 0:
             raise SystemExit("the foreground job failed")
         wall = time.perf_counter() - start
+        if background and background.poll() is not None:
+            raise SystemExit(f"the second job ended (exit {background.returncode}) before the first: no measure")
+        made = background_steps(work) - before
     finally:
         if background:
             background.kill()
             background.wait()
-    return timed(work / "foreground.jsonl", steps) | {"job_seconds": round(wall, 1)}
+    beside = {"second_job_steps_meanwhile": made} if background else {}
+    return timed(work / "foreground.jsonl", steps) | {"job_seconds": round(wall, 1)} | beside
 
 
 def markdown(result: dict) -> list[str]:
@@ -104,8 +114,9 @@ def markdown(result: dict) -> list[str]:
         "The foreground RL job's step: the median of the timed steps in seconds, its generation part, its mean "
         "response tokens, and the step against the default setting's step alone:",
         "",
-        "| setting | second job | step (s) | generation (s) | response tokens | step / default alone |",
-        "|---|---|---:|---:|---:|---:|",
+        "| setting | second job | step (s) | generation (s) | response tokens | step / default alone "
+        "| second job's steps meanwhile |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     default = result["settings"]["default"]["none"]["step_seconds"]
     for name, runs in result["settings"].items():
@@ -113,11 +124,14 @@ def markdown(result: dict) -> list[str]:
             lines.append(
                 f"| {name} | {kind} | "
                 f"{run['step_seconds']} | {run['parts']['generation']} | {run['response_tokens_mean']} | "
-                f"{run['step_seconds'] / default:.2f} |"
+                f"{run['step_seconds'] / default:.2f} | {run.get('second_job_steps_meanwhile', '')} |"
             )
     lines += [
         "",
-        f"A fair share of 2 cores between two jobs would make a step about 2x as long. The default alone: {default} s.",
+        f"A fair share of 2 cores between two jobs would make a step about 2x as long. The default alone: {default} s. "
+        "Each cell is one job of one warm-up and the timed steps: response lengths vary between cells by about 15%, "
+        "so read differences under ~1.2x as noise. The jobs run RL in PyTorch only (engine=torch); OpenVINO's own "
+        "threads (synthesis, evaluation) are not measured here.",
         "",
     ]
     return lines

@@ -485,6 +485,9 @@ def test_the_forest_plots_corrected_interval_is_the_pages_construction_at_the_bo
     wide = corrected(d, runs, 3)
     assert wide.high - wide.estimate == pytest.approx((7.6488**2 * 0.003 + 2.3940**2 * 0.0003) ** 0.5, abs=1e-3)
     assert wide.high - wide.estimate == pytest.approx(0.4210, abs=1e-3)
+    # one run a side (a percentile interval) or no spread between runs: nothing to correct from
+    assert corrected(Interval(0.1, 0.0, 0.2, 100), 1, 3) is None
+    assert corrected(Interval(0.1, 0.0, 0.2, 100, 0.05, None), 3, 3) is None
 
 
 def test_the_per_seed_tests_on_hand_counted_differences():

@@ -426,7 +426,7 @@ def test_every_link_to_a_section_finds_it_and_no_issue_number_is_shown(page):
     text = page.read_text(encoding="utf-8")
     for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
         linked = page.parent / target if target else page
-        if target.endswith(".md") and not target.startswith("http"):
+        if not target or (target.endswith(".md") and not target.startswith("http")):
             assert anchor in heading_anchors(linked.read_text(encoding="utf-8")), f"{page.name}: {target}#{anchor}"
     shown = re.findall(r"\bissues? #?\d+", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.I)
     assert not shown, f"{page.name}: a reader cannot look up {shown}; say what was done instead"
@@ -435,3 +435,27 @@ def test_every_link_to_a_section_finds_it_and_no_issue_number_is_shown(page):
 def test_heading_anchors_follow_github():
     page = "# `hardcse eval`: the STS suite\n## ART's evidence, redone (issue 42)\n```\n# not a heading\n```"
     assert heading_anchors(page) == {"hardcse-eval-the-sts-suite", "arts-evidence-redone-issue-42"}
+
+
+QUOTED_SECTION = re.compile(r"docs/([\w-]+\.md),? \"([^\"]+)\"")
+
+
+def sections(text: str) -> list[str]:
+    """A page's headings and the bold leads of its paragraphs and items (``**Resume.** ...``), as written."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return re.findall(r"^#+ (.+)$", text, flags=re.M) + re.findall(r"^(?:[-*] |\d+\. )?\*\*(.+?)\*\*", text, flags=re.M)
+
+
+def test_every_section_a_comment_or_page_names_by_quote_exists():
+    """``docs/PAGE.md "Heading"`` in the code, configs and pages names (part of) a heading or bold lead there."""
+    sources = [*ROOT.glob("src/hardcse/**/*.py"), *ROOT.glob("benchmarks/*.py"), *ROOT.glob("configs/*.yaml"), *PAGES]
+    missing = []
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for page, quoted in QUOTED_SECTION.findall(text.replace("\n# ", " ").replace("\n    # ", " ")):
+            target = ROOT / "docs" / page
+            name = quoted.removesuffix("...").strip()
+            named = [s.replace("`", "") for s in sections(target.read_text("utf-8"))] if target.is_file() else []
+            if not any(name in s for s in named):
+                missing.append(f'{path.relative_to(ROOT)}: docs/{page} "{quoted}"')
+    assert not missing, "\n".join(missing)

@@ -118,30 +118,26 @@ def test_correctness_per_kind_difficulty_of_correct_answers_and_shortcuts_by_han
     assert np.isnan(per_anchor(records, None, tiny_encoder)["positive_judged"]).all()  # no judge: undefined
 
 
-def test_the_reports_first_line_states_rls_effect_or_why_there_is_none(tmp_path):
+def test_the_reports_first_line_states_rls_effect_or_why_there_is_none():
     """The last round with a held-out comparison speaks, each measure with its verdict; a raw-generator run, a run
     with the comparison off, and one that has not compared yet each say so plainly."""
-    import json
-
-    from hardcse.art.analysis.report import effect_line
-
-    rounds = [tmp_path / "round_1", tmp_path / "round_2"]
-    for r in rounds:
-        r.mkdir()
+    from hardcse.art.synthesis.heldout import effect_line
 
     def measure(low: float, estimate: float, high: float) -> dict:
         return {"difference": {"estimate": estimate, "low": low, "high": high, "n": 12}}
 
     config = {"tune_generator": True, "heldout_anchors": 12}
-    assert "not measured: the raw-vs-tuned comparison on held-out anchors no round has run it yet" in effect_line(
-        config, rounds
-    )
-    assert "it is off (`heldout_anchors: 0`)" in effect_line(config | {"heldout_anchors": 0}, rounds)
-    assert "without RL" in effect_line({"tune_generator": False}, rounds)
-    (rounds[0] / "heldout.json").write_text(json.dumps({"anchors": 12, "reward": measure(0.01, 0.05, 0.09)}))
-    heldout = {"anchors": 12, "reward": measure(-0.1, 0.02, 0.14), "p_target_parsed": measure(0.011, 0.03, 0.049)}
-    (rounds[1] / "heldout.json").write_text(json.dumps(heldout))
-    assert effect_line(config, rounds) == (
+    not_yet = "not measured yet: no round has compared the raw and the tuned generator."
+    assert effect_line(config, []).endswith(not_yet)
+    assert effect_line({"tune_generator": True}, []).endswith(not_yet)  # a folder from before heldout_anchors
+    assert "the held-out comparison is off (`heldout_anchors: 0`)" in effect_line(config | {"heldout_anchors": 0}, [])
+    assert "without RL" in effect_line({"tune_generator": False}, [])
+    first = ("round_1", {"anchors": 12, "reward": measure(0.01, 0.05, 0.09)})
+    nan = float("nan")
+    empty = {"anchors": 12, "reward": measure(-0.1, 0.02, 0.14), "p_target_parsed": measure(nan, nan, nan)}
+    assert "P(target) of parsed answers not measured" in effect_line(config, [first, ("round_2", empty)])
+    last = {"anchors": 12, "reward": measure(-0.1, 0.02, 0.14), "p_target_parsed": measure(0.011, 0.03, 0.049)}
+    assert effect_line(config, [first, ("round_2", last)]) == (
         "**What RL did** (round_2: the tuned against the raw generator on 12 held-out anchors, 95% intervals): "
         "reward no detectable difference (+0.020 [-0.100, +0.140]); the discriminator's P(target) of parsed "
         "answers higher by 0.030 (+0.030 [+0.011, +0.049])."

@@ -47,7 +47,7 @@ def test_a_finished_art_run_stands_for_its_last_rounds_encoder(tmp_path):
     """An ART run folder has no model/: each round keeps its encoder. Finished, it stands for the last round's (round
     10 after round 9, not before it); unfinished, the error says to finish it."""
     run = tmp_path / "art"
-    for r in (1, 9, 10):
+    for r in (1, 9, 10, "10.bak"):  # a copy a user left beside the rounds is not one
         (run / f"round_{r}" / "encoder").mkdir(parents=True)
         (run / f"round_{r}" / "encoder" / "config.json").write_text("{}")
     (run / "manifest.json").write_text(json.dumps({"command": "art run", "runs": [{"started": "x"}]}))

@@ -82,3 +82,9 @@ def check_resumable(run_dir: str | Path, command: str) -> None:
     check_written_by(
         run_dir, command, f"resume it with `hardcse {written_by(run_dir)} --resume`, or give --out another folder"
     )
+
+
+def round_dirs(run_dir: Path) -> list[Path]:
+    """An ART run folder's ``round_0``, ``round_1``, ... in order (those that exist; ``round_1.bak`` is not one)."""
+    rounds = (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit())
+    return sorted(rounds, key=lambda p: int(p.name[6:]))

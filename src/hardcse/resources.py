@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import re
@@ -175,18 +174,18 @@ def resolve_model(source: str) -> Path:
 def run_model(run: Path) -> Path:
     """The model a finished run folder stands for: its ``model/``, or, for an ART run (no ``model/``, one
     ``round_r/encoder/`` a round), the last round's encoder once the run has finished."""
+    from hardcse.data.jsonl import read_json_mapping
+    from hardcse.folder_checks import round_dirs
+
     if (run / "model").is_dir():
         return run / "model"
-    rounds = sorted(run.glob("round_*/encoder"), key=lambda p: int(p.parent.name.removeprefix("round_")))
-    if not rounds:
+    encoders = [d / "encoder" for d in round_dirs(run) if (d / "encoder").is_dir()]
+    if not encoders:
         raise HardcseError(f"{run}: this run folder has no finished model/ yet; finish it with --resume")
-    try:
-        finished = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["runs"][-1].get("finished")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise HardcseError(f"{run}/manifest.json: damaged; run the command again with --resume") from None
-    if not finished:
+    runs = read_json_mapping(run / "manifest.json").get("runs")
+    if not (isinstance(runs, list) and runs and isinstance(runs[-1], dict) and runs[-1].get("finished")):
         raise HardcseError(f"{run}: this ART run has not finished; finish it with --resume")
-    return rounds[-1]
+    return encoders[-1]
 
 
 def check_model_sources(sources: dict[str, str | None]) -> None:
@@ -205,6 +204,7 @@ def check_model_kind(role: str, folder: Path) -> None:
     loads as a causal language model, a ``discriminator`` or ``judge`` a 3-way NLI classifier, an ``encoder`` no
     bare causal language model (a sentence-transformers folder, as LLM-based embedders are, always passes). A
     folder without ``config.json`` (a tuned generator's adapter) is left to its loader."""
+    import json
 
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 

@@ -277,12 +277,6 @@ def report_stage(name: str, output: Path) -> None:
         tracking.metrics(values, 0, prefix=name)
 
 
-def round_dirs(run_dir: Path) -> list[Path]:
-    """An ART run folder's ``round_0``, ``round_1``, ... in order (those that exist)."""
-    rounds = (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit())
-    return sorted(rounds, key=lambda p: int(p.name[6:]))
-
-
 @contextmanager
 def exclusive(lock_path: Path) -> Iterator[None]:
     """One process per run folder: a second one would delete the first one's partial outputs."""

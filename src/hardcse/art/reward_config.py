@@ -62,11 +62,11 @@ class RewardConfig(Checked):
     # Negatives above this cosine are near copies: r2 turns negative. 0.98: 95th percentile over gold
     # contradiction dev pairs (real contradictions are often one-word edits, so the bound sits high).
     alpha_neg: float = 0.98
-    # Beside the paper's r2 (issue 41; docs/art.md "A reward for hard and correct"). r2_gate "judged": r2 counts only
-    # where the discriminator's predicted label is the target (a hard answer earns only when it is also correct; 0
-    # elsewhere); "none": the paper's. r2_smoothing w > 0: tanh((s - alpha) / w) in place of sgn(s - alpha) (no
-    # cliff at alpha: a negative at cosine alpha_neg + 0.001 loses what one at alpha_neg - 0.001 earns, smoothly);
-    # 0: the paper's sign.
+    # Beside the paper's r2 (docs/art-evidence.md "A reward for hard and correct: options beside the paper").
+    # r2_gate "judged": r2 counts only where the discriminator's predicted label is the target (a hard answer earns
+    # only when it is also correct; 0 elsewhere); "none": the paper's. r2_smoothing w > 0: tanh((s - alpha) / w) in
+    # place of sgn(s - alpha) (no cliff at alpha: a negative at cosine alpha_neg + 0.001 loses what one at
+    # alpha_neg - 0.001 earns, smoothly); 0: the paper's sign.
     r2_gate: str = "none"
     r2_smoothing: float = 0.0
     invalid_penalty: float = -1.0  # a rejected response: below every valid one whose cosine is >= 0 (min -0.66)

@@ -206,12 +206,17 @@ def _clustered_spread(between: np.ndarray, pairs: np.ndarray, clusters: int) -> 
     (G-1) x (V_runs + V_pairs)^2 / V_runs^2 (the pairs' part counts as infinite; None when V_runs is 0), with which
     detectable_difference reads the power. ``between``: B - A over the cluster draws on the test pairs themselves;
     ``pairs``: over the test-pair resamples."""
+    runs, tests = clusters / (clusters - 1) * float(np.var(between)), float(np.nanvar(pairs))
+    df = (clusters - 1) * (runs + tests) ** 2 / runs**2 if runs > 0 else None
+    return clustered_half_width(runs, tests, clusters), float(np.sqrt(runs + tests)), df
+
+
+def clustered_half_width(runs: float, tests: float, clusters: int, q: float = 0.975) -> float:
+    """sqrt(t_{G-1}(q)^2 x V_runs + z(q)^2 x V_pairs): the clustered interval's half-width at the two-sided level
+    2q - 1 (q 0.975: 95%), from its two variances (:func:`_clustered_spread`)."""
     from scipy.stats import norm, t
 
-    runs, tests = clusters / (clusters - 1) * float(np.var(between)), float(np.nanvar(pairs))
-    half = np.sqrt(t.ppf(0.975, clusters - 1) ** 2 * runs + norm.ppf(0.975) ** 2 * tests)
-    df = (clusters - 1) * (runs + tests) ** 2 / runs**2 if runs > 0 else None
-    return float(half), float(np.sqrt(runs + tests)), df
+    return float(np.sqrt(t.ppf(q, clusters - 1) ** 2 * runs + norm.ppf(q) ** 2 * tests))
 
 
 def group_difference(

@@ -25,8 +25,8 @@ import yaml
 from hardcse.data.jsonl import read_json_mapping
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
+from hardcse.folder_checks import round_dirs
 from hardcse.paths import cache_dir
-from hardcse.run_folder import round_dirs
 
 EVAL_FILES = ("eval.json", "eval.json.gz")
 

@@ -21,8 +21,7 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import read_json_mapping  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
-from hardcse.folder_checks import check_written_by, saved_config_values  # noqa: E402
-from hardcse.run_folder import round_dirs  # noqa: E402
+from hardcse.folder_checks import check_written_by, round_dirs, saved_config_values  # noqa: E402
 
 
 def _read_json(path: Path) -> dict | None:
@@ -217,34 +216,6 @@ def art_run_config(run_dir: Path) -> dict:
     return config
 
 
-# the held-out measures the first line reports (heldout.json keys): what RL optimises, and its meaning part
-EFFECT_MEASURES = {"reward": "reward", "p_target_parsed": "the discriminator's P(target) of parsed answers"}
-
-
-def effect_line(config: dict, rounds: list[Path]) -> str:
-    """The report's first line: what RL did to the generator, by the last round's held-out comparison (tuned - raw,
-    paired 95% intervals over anchors), or plainly why the run has no such measure."""
-    from hardcse.evaluation.compare import verdict
-    from hardcse.stats import Interval
-
-    if not config.get("tune_generator", True):
-        return "**What RL did**: nothing here: this run writes its data with the raw generator, without RL."
-    compared = [(d.name, h) for d in rounds if (h := _read_json(d / "heldout.json"))]
-    if not compared:
-        why = "it is off (`heldout_anchors: 0`)" if not config.get("heldout_anchors") else "no round has run it yet"
-        return f"**What RL did**: not measured: the raw-vs-tuned comparison on held-out anchors {why}."
-    name, heldout = compared[-1]
-    said = [
-        f"{label} {verdict(Interval(**heldout[key]['difference']), 3)}"
-        for key, label in EFFECT_MEASURES.items()
-        if (heldout.get(key) or {}).get("difference")
-    ]
-    return (
-        f"**What RL did** ({name}: the tuned against the raw generator on {heldout['anchors']} held-out anchors, "
-        f"95% intervals): {'; '.join(said)}."
-    )
-
-
 def build_report(run_dir: str | Path) -> str:
     """The Markdown report of a run folder (complete or not); also writes the plots."""
     run_dir = Path(run_dir)
@@ -264,10 +235,13 @@ def build_report(run_dir: str | Path) -> str:
         training = config["discriminator_training"]
         pairs = training["max_examples"] or "all"
         discriminator = f"trained in the run (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
+    from hardcse.art.synthesis.heldout import compare_markdown, effect_line
+
+    heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
     out = [
         f"# ART run `{run_dir.name}`",
         "",
-        effect_line(config, rounds),
+        effect_line(config, [(name, h) for name, h in heldout if h]),
         "",
         f"- encoder: `{config['encoder']}`; generator: {generator}",
         f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
@@ -293,10 +267,7 @@ def build_report(run_dir: str | Path) -> str:
     rl_table = rl_markdown(rounds, config)
     if rl_table:
         out += ["## Generator tuning per round", "", rl_table, ""]
-    heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
     if any(h for _, h in heldout):
-        from hardcse.art.synthesis.heldout import compare_markdown
-
         out += ["## Raw vs tuned generator on held-out anchors", ""]
         out += [f"{name}:\n\n{compare_markdown(h)}\n" for name, h in heldout if h]
     examples = _examples(rounds)

@@ -27,6 +27,7 @@ discriminator's blind spots, not the task.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -179,6 +180,37 @@ def compare_markdown(result: dict) -> str:
         lines.append(f"| {name} | {cell(r['raw'])} | {cell(r['tuned'])} | {cell(d)}{mark} |")
     lines += ["", "\\* the interval of the difference excludes zero."]
     return "\n".join(lines)
+
+
+# the held-out measures a report's first line gives (heldout.json keys): what RL optimises, and its meaning part
+EFFECT_MEASURES = {"reward": "reward", "p_target_parsed": "the discriminator's P(target) of parsed answers"}
+
+
+def effect_line(config: dict, compared: list[tuple[str, dict]]) -> str:
+    """A run report's first line: what RL did to the generator, by the last of the rounds' held-out comparisons
+    (``compared``: (round, heldout.json); tuned - raw, paired 95% intervals over anchors), or plainly why the run
+    has no such measure (``config``: the run's saved config)."""
+    from hardcse.evaluation.compare import verdict
+
+    if not config.get("tune_generator", True):
+        return "**What RL did**: nothing here: this run writes its data with the raw generator, without RL."
+    if not compared:
+        if config.get("heldout_anchors", 1) == 0:  # a folder from before the key compared: only 0 turns it off
+            return "**What RL did**: not measured: the held-out comparison is off (`heldout_anchors: 0`)."
+        return "**What RL did**: not measured yet: no round has compared the raw and the tuned generator."
+    name, heldout = compared[-1]
+    differences = {key: (heldout.get(key) or {}).get("difference") for key in EFFECT_MEASURES}
+    said = [
+        f"{label} {verdict(Interval(**differences[key]), 3)}"
+        if differences[key] and math.isfinite(differences[key]["estimate"])
+        else f"{label} not measured (no parsed answers to compare)"
+        for key, label in EFFECT_MEASURES.items()
+        if key in heldout
+    ]
+    return (
+        f"**What RL did** ({name}: the tuned against the raw generator on {heldout['anchors']} held-out anchors, "
+        f"95% intervals): {'; '.join(said)}."
+    )
 
 
 def held_out_comparison(
