@@ -89,6 +89,7 @@ def measure(steps: int, environment: dict, nice: int | None, work: Path) -> dict
     """The foreground job's timed steps, alone or beside a background job at niceness ``nice`` started first (given
     20 s to load and begin its own steps, and run for as many steps as the foreground could possibly need). Beside
     one, also how many steps the background job made while the foreground ran; an error if it had ended."""
+    work.mkdir(parents=True)
     background = None if nice is None else job(100 * (steps + 1), work / "background.jsonl", environment, nice=nice)
     try:
         if background:
@@ -151,7 +152,10 @@ def main() -> None:
     settings = {}
     for name, environment in SETTINGS.items():
         with tempfile.TemporaryDirectory() as tmp:
-            settings[name] = {kind: measure(args.steps, environment, nice, Path(tmp)) for kind, nice in KINDS.items()}
+            settings[name] = {  # each job in a folder of its own: a tuning folder left behind would be resumed
+                kind: measure(args.steps, environment, nice, Path(tmp) / kind.replace(" ", "-"))
+                for kind, nice in KINDS.items()
+            }
         print(name, json.dumps(settings[name]), flush=True)
     result = {"steps_timed": args.steps, "settings": settings}
     print(
