@@ -19,6 +19,7 @@ from art_answers import ABLATION_SEEDS, DECLARED_ABLATION_POWER, DECLARED_SEEDS
 from art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_groups, common_runs, evidence_comparison
 from art_rounds import ASSAY, RESULTS, record_dir
 from hardcse.data.sts import DEV_TASK
+from hardcse.evaluation.compare import Comparison
 from hardcse.evaluation.paired import clustered_half_width
 from hardcse.stats import Interval, detectable_difference
 from record import write_record
@@ -55,12 +56,11 @@ def corrected(d: Interval, runs: int, comparisons: int) -> Interval | None:
     return Interval(d.estimate, d.estimate - half, d.estimate + half, d.n, d.se, d.df)
 
 
-def per_seed(c, a: str, b: str, column: str = PRIMARY) -> dict[int, float]:
-    """B - A of the groups' mean ``column`` score within each generation seed both ran."""
+def per_seed(c: Comparison, a: str, b: str) -> dict[int, float]:
+    """B - A of the groups' mean avg7 (each member's eval.json) within each generation seed both ran."""
 
     def mean(name: str, seed: int) -> float:
-        members = [m.record for m in c.groups[name] if m.cluster == seed]
-        scores = [r[column] if column == PRIMARY else r["scores"][column] for r in members]  # eval.json's avg7
+        scores = [m.record[PRIMARY] for m in c.groups[name] if m.cluster == seed]
         return sum(scores) / len(scores)
 
     return {seed: mean(b, seed) - mean(a, seed) for seed in sorted(common_runs(c.groups, a, b))}
@@ -88,8 +88,8 @@ def comparisons(names: list[str], seeds: tuple[int, ...], rows: list[tuple[str, 
     found = []
     for a, b, what in rows:
         diff = c.differences[(a, b)]
-        seeds = per_seed(c, a, b)
-        t_p, sign_p = seed_tests(list(seeds.values()))
+        differences = per_seed(c, a, b)
+        t_p, sign_p = seed_tests(list(differences.values()))
         found.append(
             {
                 "a": a,
@@ -100,7 +100,7 @@ def comparisons(names: list[str], seeds: tuple[int, ...], rows: list[tuple[str, 
                 DEV_TASK: diff[DEV_TASK].to_dict(),
                 "detectable_80": round(detectable_difference(diff[PRIMARY]), 4),
                 "declared": (a, b) in DECLARED,
-                "per_seed": {str(seed): round(d, 4) for seed, d in seeds.items()},
+                "per_seed": {str(seed): round(d, 4) for seed, d in differences.items()},
                 "paired_t_p": round(t_p, 4),
                 "sign_flip_p": round(sign_p, 4),
                 "interval": diff[PRIMARY],

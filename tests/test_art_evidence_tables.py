@@ -471,20 +471,20 @@ def test_a_held_out_measure_without_its_model_reads_undefined(tmp_path):
 
 
 def test_the_forest_plots_corrected_interval_is_the_pages_construction_at_the_bonferroni_level():
-    """paired.py's clustered interval, by hand: V_runs 0.0030 and V_pairs 0.0003 over 3 runs give the 95% half-width
-    sqrt(t_2(0.975)^2 x 0.003 + z(0.975)^2 x 0.0003) and, corrected for three comparisons, the same with the
-    0.99167 quantiles (t_2 7.6488, z 2.3940): 0.4210. One comparison gives back the 95% interval itself."""
-    from scipy.stats import norm, t
+    """An interval paired.py's clustered spread builds itself, from runs and test pairs drawn here: corrected for one
+    comparison it comes back unchanged; for three, its half-width is the same construction at the 0.99167
+    quantiles, by hand: sqrt(t_2(0.99167)^2 x V_runs + z(0.99167)^2 x V_pairs) with t_2 7.6488, z 2.3940."""
+    from hardcse.evaluation.paired import _clustered_spread
 
-    v_runs, v_pairs, runs = 0.003, 0.0003, 3
-    se = (v_runs + v_pairs) ** 0.5
-    df = (runs - 1) * se**4 / v_runs**2
-    half = (t.ppf(0.975, 2) ** 2 * v_runs + norm.ppf(0.975) ** 2 * v_pairs) ** 0.5
+    rng = np.random.default_rng(0)
+    between, pairs, runs = rng.normal(-0.27, 0.06, 1000), rng.normal(-0.27, 0.02, 1000), 3
+    half, se, df = _clustered_spread(between, pairs, runs)
     d = Interval(-0.27, -0.27 - half, -0.27 + half, 100, se, df)
-    assert corrected(d, runs, 1).low == pytest.approx(d.low) and corrected(d, runs, 1).high == pytest.approx(d.high)
+    same = corrected(d, runs, 1)
+    assert same.low == pytest.approx(d.low, abs=1e-12) and same.high == pytest.approx(d.high, abs=1e-12)
+    v_runs, v_pairs = runs / (runs - 1) * float(np.var(between)), float(np.var(pairs))
     wide = corrected(d, runs, 3)
-    assert wide.high - wide.estimate == pytest.approx((7.6488**2 * 0.003 + 2.3940**2 * 0.0003) ** 0.5, abs=1e-3)
-    assert wide.high - wide.estimate == pytest.approx(0.4210, abs=1e-3)
+    assert wide.high - wide.estimate == pytest.approx((7.6488**2 * v_runs + 2.3940**2 * v_pairs) ** 0.5, rel=1e-4)
     # one run a side (a percentile interval) or no spread between runs: nothing to correct from
     assert corrected(Interval(0.1, 0.0, 0.2, 100), 1, 3) is None
     assert corrected(Interval(0.1, 0.0, 0.2, 100, 0.05, None), 3, 3) is None

@@ -88,3 +88,17 @@ def round_dirs(run_dir: Path) -> list[Path]:
     """An ART run folder's ``round_0``, ``round_1``, ... in order (those that exist; ``round_1.bak`` is not one)."""
     rounds = (p for p in run_dir.glob("round_*") if p.is_dir() and p.name[6:].isdigit())
     return sorted(rounds, key=lambda p: int(p.name[6:]))
+
+
+def run_model(run: Path) -> Path:
+    """The model a finished run folder stands for: its ``model/``, or an ART run's last round's ``encoder/`` (an ART
+    run keeps one a round and no ``model/``) once the run has finished."""
+    if (run / "model").is_dir():
+        return run / "model"
+    if written_by(run) != "art run":
+        raise HardcseError(f"{run}: this run folder has no finished model/ yet; finish it with --resume")
+    encoders = [d / "encoder" for d in round_dirs(run) if (d / "encoder").is_dir()]
+    runs = read_json_mapping(run / "manifest.json").get("runs")
+    if not (encoders and isinstance(runs, list) and runs and isinstance(runs[-1], dict) and runs[-1].get("finished")):
+        raise HardcseError(f"{run}: this ART run has not finished; finish it with --resume")
+    return encoders[-1]

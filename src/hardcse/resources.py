@@ -159,6 +159,8 @@ def resolve_model(source: str) -> Path:
         if not path.is_dir():
             raise HardcseError(f"{path}: a model source must be a folder, not a file")
         if (path / "manifest.json").is_file():
+            from hardcse.folder_checks import run_model
+
             path = run_model(path)
         if not any((path / marker).is_file() for marker in MODEL_MARKERS):
             raise HardcseError(f"{path}: this folder holds no model (none of {', '.join(MODEL_MARKERS)})")
@@ -169,23 +171,6 @@ def resolve_model(source: str) -> Path:
         f"model {source!r}: no such folder; give an existing folder, a run folder, "
         f"{BUNDLED_ENCODER} or {BUNDLED_GENERATOR}"
     )
-
-
-def run_model(run: Path) -> Path:
-    """The model a finished run folder stands for: its ``model/``, or, for an ART run (no ``model/``, one
-    ``round_r/encoder/`` a round), the last round's encoder once the run has finished."""
-    from hardcse.data.jsonl import read_json_mapping
-    from hardcse.folder_checks import round_dirs
-
-    if (run / "model").is_dir():
-        return run / "model"
-    encoders = [d / "encoder" for d in round_dirs(run) if (d / "encoder").is_dir()]
-    if not encoders:
-        raise HardcseError(f"{run}: this run folder has no finished model/ yet; finish it with --resume")
-    runs = read_json_mapping(run / "manifest.json").get("runs")
-    if not (isinstance(runs, list) and runs and isinstance(runs[-1], dict) and runs[-1].get("finished")):
-        raise HardcseError(f"{run}: this ART run has not finished; finish it with --resume")
-    return encoders[-1]
 
 
 def check_model_sources(sources: dict[str, str | None]) -> None:
