@@ -30,9 +30,16 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-PARTS = ("generation", "scoring", "policy_forward", "reference", "optimisation")
+from hardcse.art.log_keys import PHASES as PARTS  # the RL step's parts, each logged as PART_s in rl_log.jsonl
+
 # FLOPs a core does in a cycle at the best of each instruction set (two FMA ports where AVX has them)
 PER_CYCLE = {"amx_bf16": ("AMX-BF16", 1024), "avx512_bf16": ("AVX-512-BF16", 128), "avx512f": ("AVX-512 fp32", 64)}
+
+
+def median_seconds(rows: list[dict]) -> tuple[dict[str, float], float]:
+    """Each part's median seconds over ``rows`` (rl_log.jsonl lines), and the median step (the sum of its parts)."""
+    parts = {p: statistics.median(r[f"{p}_s"] for r in rows) for p in PARTS}
+    return parts, statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in rows)
 
 
 def matmul_gflops(dtype_name: str, n: int = 2048, repeats: int = 10) -> float:
@@ -121,12 +128,12 @@ def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as
         loop.RLTrainer.forward = forward
     rows = read_jsonl(final / "rl_log.jsonl")
     timed, last = rows[1 : steps + 1], rows[-1]
-    seconds = {p: statistics.median(r[f"{p}_s"] for r in timed) for p in PARTS}
+    seconds, step_seconds = median_seconds(timed)
     tokens = statistics.mean(r["response_tokens"] for r in timed)
     scale = tokens / last["response_tokens"]  # the counted step's FLOPs at the timed steps' lengths
     return {
         "steps_timed": steps,
-        "step_seconds": round(statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in timed), 2),
+        "step_seconds": round(step_seconds, 2),
         "response_tokens_mean": round(tokens, 1),
         "decode_steps_median": statistics.median(decode_steps[1 : steps + 1]),
         "counted_step_response_tokens": last["response_tokens"],

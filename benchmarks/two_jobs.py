@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("generation", "scoring", "policy_forward", "reference", "optimisation")
 SETTINGS = {
     "default": {},
     "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
@@ -69,11 +68,17 @@ def job(steps: int, out: Path, environment: dict, nice: int = 0) -> subprocess.P
 
 def timed(log: Path, steps: int) -> dict:
     """Median seconds of each part over the timed steps (the first, a warm-up, left out)."""
-    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()][1 : steps + 1]
-    parts = {p: round(statistics.median(r[f"{p}_s"] for r in rows), 2) for p in PARTS}
-    step = round(statistics.median(sum(r[f"{p}_s"] for p in PARTS) for r in rows), 2)
+    from art_profile import median_seconds
+    from hardcse.data.jsonl import read_jsonl
+
+    rows = read_jsonl(log)[1 : steps + 1]
+    parts, step = median_seconds(rows)
     tokens = round(statistics.mean(r["response_tokens"] for r in rows), 1)
-    return {"step_seconds": step, "parts": parts, "response_tokens_mean": tokens}
+    return {
+        "step_seconds": round(step, 2),
+        "parts": {p: round(s, 2) for p, s in parts.items()},
+        "response_tokens_mean": tokens,
+    }
 
 
 KINDS = {"none": None, "niced": 10, "not niced": 0}  # the second job: its niceness (None: no second job)
