@@ -350,3 +350,79 @@ def test_the_shared_code_never_imports_the_upper_layers():
                 names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             found += [f"{path.relative_to(root)}: {n}" for n in names if n == "hardcse" or n.startswith(upper)]
     assert not [f for f in found if not f.endswith(": hardcse")], found
+
+
+def test_a_discriminator_trained_in_a_run_is_kept_and_its_key_follows_what_decides_its_weights(
+    tiny_bert_dir, tmp_path, monkeypatch
+):
+    import shutil
+
+    from hardcse import cache
+    from hardcse.config import load_config
+    from hardcse.discriminator import kept
+    from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    train, dev = tmp_path / "train.tsv", tmp_path / "dev.tsv"
+    rows = [("A man sleeps.", "A man rests.", "entailment"), ("A cat sits.", "A dog runs.", "contradiction")]
+    rows += [("Kids play.", "Children are outside.", "neutral")]
+    train.write_text("premise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows * 4))
+    dev.write_text("premise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows))
+    model = tmp_path / "base"
+    shutil.copytree(tiny_bert_dir, model)
+    common = [f"base_model={model}", "training.batch_size=4", "training.eval_steps=2"]
+
+    def config(*extra: str, train_file=train) -> NLITrainConfig:
+        files = [f"train_files=[{train_file}]", f"dev_files=[{dev}]"]
+        return load_config(NLITrainConfig, overrides=[*common, *files, *extra])
+
+    def key(c: NLITrainConfig | None = None) -> str:
+        c = c or config()
+        return kept.kept_discriminator_dir(c, nli_training_pairs(c)).name
+
+    trainings = []
+    train_nli = kept.train_nli
+    monkeypatch.setattr(kept, "train_nli", lambda *a: trainings.append(1) or train_nli(*a))
+    kept.train_or_copy(config(), tmp_path / "first")
+    (tmp_path / "second").mkdir()
+    (tmp_path / "second" / "checkpoint-2").mkdir()  # a killed training's leftovers: replaced by the copy
+    kept.train_or_copy(config(), tmp_path / "second")
+    assert len(trainings) == 1 and not (tmp_path / "second" / "checkpoint-2").exists()
+    first, second = (json.loads((tmp_path / name / "training.json").read_text()) for name in ("first", "second"))
+    assert "seconds_per_step" in first and "seconds_per_step" not in second  # a copy reports no speed
+    assert second.pop("reused_from") == str(tmp_path / "cache" / "discriminator" / key())
+    assert second == {k: v for k, v in first.items() if k not in kept.TIMING_KEYS}
+    # what the cache promises: training again from nothing writes the same weights, byte for byte
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "another-cache"))
+    kept.train_or_copy(config(), tmp_path / "third")
+    assert len(trainings) == 2
+    weights = [(tmp_path / name / "model.safetensors").read_bytes() for name in ("second", "third")]
+    assert weights[0] == weights[1]
+
+    base = key()
+    assert key() == base
+    renamed = tmp_path / "renamed.tsv"
+    shutil.copy(train, renamed)
+    assert key(config(train_file=renamed)) == base  # the same pairs under another name
+    assert key(config("report_to=[]")) == base  # how a run is watched
+    assert key(config("training.learning_rate=1e-4")) != base
+    assert key(config("max_examples=6")) != base
+    assert key(config("length_grouped=false")) != base
+    train.write_text(train.read_text().replace("A man rests.", "A man naps."))  # a training pair changed
+    assert key() != base
+    changed = key()
+    dev.write_text(dev.read_text().replace("neutral", "entailment"))  # a dev label changed
+    assert key() != changed
+    changed = key()
+    (model / "config.json").write_text((model / "config.json").read_text().replace("{", '{"edited": 1, ', 1))
+    assert key() != changed  # the base model's files changed
+    changed = key()
+    with monkeypatch.context() as m:
+        m.setattr(kept, "world_size", lambda: 2)
+        assert key() != changed
+    with monkeypatch.context() as m:
+        m.setattr(cache, "code_digest", lambda **_: "other code")
+        assert key() != changed
+    with monkeypatch.context() as m:
+        m.setattr(cache, "machine_kind", lambda device: "another CPU")
+        assert key() != changed

@@ -234,7 +234,9 @@ def build_report(run_dir: str | Path) -> str:
     if config["discriminator"] == TRAIN_IN_RUN:
         training = config["discriminator_training"]
         pairs = training["max_examples"] or "all"
-        discriminator = f"trained in the run (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
+        record = _read_json(run_dir / "discriminator" / "training.json") or {}
+        how = "copied from an earlier run's identical training" if "reused_from" in record else "trained in the run"
+        discriminator = f"{how} (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
     from hardcse.art.synthesis.heldout import compare_markdown, effect_line
 
     heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
