@@ -426,3 +426,21 @@ def test_a_discriminator_trained_in_a_run_is_kept_and_its_key_follows_what_decid
     with monkeypatch.context() as m:
         m.setattr(cache, "machine_kind", lambda device: "another CPU")
         assert key() != changed
+
+
+def test_a_discriminator_resumed_from_a_killed_runs_checkpoint_is_not_kept(tmp_path, monkeypatch):
+    from hardcse.config import load_config
+    from hardcse.discriminator import kept
+    from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    config = load_config(NLITrainConfig, overrides=["max_examples=8"])
+
+    def resumed_training(config: NLITrainConfig, out, data) -> None:  # what train_nli leaves after a resume
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "training.json").write_text(json.dumps({"steps": 4, "resumed_from": "checkpoint-2"}))
+
+    monkeypatch.setattr(kept, "train_nli", resumed_training)
+    kept.train_or_copy(config, tmp_path / "run" / "discriminator")
+    entry = kept.kept_discriminator_dir(config, nli_training_pairs(config))
+    assert (tmp_path / "run" / "discriminator" / "training.json").is_file() and not entry.exists()

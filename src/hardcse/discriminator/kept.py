@@ -14,8 +14,9 @@ KEY digests what decides the weights:
 - through :func:`hardcse.cache.environment_digest`, the shared code (the training job, the data readers), the
   libraries' versions and the machine's kind where the training runs.
 
-A copy says it is one. Its ``training.json`` names the entry it came from (``reused_from``). It drops the seconds a
-step, which this run did not spend: a copied stage reports no speed.
+Only a training from nothing is kept, not one resumed from a killed run's checkpoint. A copy says it is one: its
+``training.json`` names the entry it came from (``reused_from``) and drops the seconds a step, which this run did
+not spend (a copied stage reports no speed).
 """
 
 from __future__ import annotations
@@ -75,6 +76,10 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
         run_on_main(lambda: _copy_kept(entry, out_dir))
         return
     train_nli(config, out_dir, data)
+    record = json.loads((Path(out_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
+    if record.get("resumed_from"):  # only a training from nothing is kept: it is what the key promises
+        log.info("discriminator: resumed from a checkpoint of a killed run, so not kept in %s", entry)
+        return
     run_on_main(lambda: publish_dir(entry, lambda tmp: shutil.copytree(out_dir, tmp, dirs_exist_ok=True), is_kept))
 
 
