@@ -235,3 +235,42 @@ def test_an_export_killed_half_way_is_made_again(tiny_lm_dir, tmp_path, monkeypa
     assert ov_generator.export_generator(str(tiny_lm_dir), GREEDY) == target
     assert (target / ov_generator.MODEL_FILE).is_file() and (target / "openvino_tokenizer.xml").is_file()
     assert not list(target.parent.glob(f"{target.name}.partial-{os.getpid()}"))  # its own temporary folder went
+
+
+def test_the_shared_prefix_of_each_group_by_hand():
+    from hardcse.art.generator.openvino import shared_prefixes
+
+    rows = [[1, 2, 3], [1, 2, 4], [5, 6], [5, 6, 7], [9]]
+    assert shared_prefixes(rows, ["a", "a", "b", "b", "c"]) == [[1, 2], [5, 6]]  # a lone prompt shares nothing
+    assert shared_prefixes(rows, None) == [[]]
+    assert shared_prefixes([[4, 4], [4, 4]], None) == [[4, 4]]
+
+
+@openvino
+def test_openvino_prefills_a_shared_prefix_once_and_a_batch_writes_the_same_whatever_came_before(
+    tiny_lm_dir, tmp_path, monkeypatch
+):
+    from hardcse.art.generator import openvino as ov_generator
+    from hardcse.art.generator.texts import TextGenerator
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    shared = "the cat runs " * 12  # 36 tokens: a whole cache block and more
+    first = [shared + tail for tail in ("a dog", "the dog sleeps", "a cat runs good")]
+    second = [shared + tail for tail in ("a dog runs", "the cat", "a dog sleeps very")]
+    prefixes = []
+    real = ov_generator.shared_prefixes
+    monkeypatch.setattr(
+        ov_generator, "shared_prefixes", lambda ids, groups: prefixes.append(real(ids, groups)) or prefixes[-1]
+    )
+    sampled = GeneratorConfig(dtype="float32", max_new_tokens=6, device="cpu")
+    generator = TextGenerator(str(tiny_lm_dir), sampled, Engine("openvino"))
+    generator.generate(first, row_seeds=[1, 2, 3])
+    after_another_batch = generator.generate(second, row_seeds=[4, 5, 6])
+    alone = TextGenerator(str(tiny_lm_dir), sampled, Engine("openvino")).generate(second, row_seeds=[4, 5, 6])
+    assert after_another_batch == alone  # what a rank that made only this batch writes
+    assert [len(p) for p in prefixes[0]] == [36]
+    both = first + second  # two groups: each prefilled once
+    groups = ["x", "x", "x", "y", "y", "y"]
+    expected = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(both, groups=groups)
+    assert TextGenerator(str(tiny_lm_dir), GREEDY, Engine("openvino")).generate(both, groups=groups) == expected
+    assert [len(p) for p in prefixes[-1]] == [36, 36]

@@ -17,14 +17,21 @@ byte of the model's files, hardcse's code, the libraries' versions and the CPU (
 a temporary folder and renamed into place under a lock (:func:`hardcse.cache.publish_dir`), so a kill leaves either
 a whole export or none, and two processes export once.
 
-Sampling (:class:`OpenVINOGenerator`). Prompts go in as token ids (the chat template is applied by hardcse, the
-same ids as the PyTorch path). Precision follows ``generator.dtype``: float32 computes (and caches keys and
-values) in float32, and greedy decoding then writes the PyTorch path's tokens; ``auto`` lets the CPU plugin
-choose (bfloat16 on CPUs with AVX512-BF16 or AMX). Randomness: GenAI's sampler draws from one stream per call,
-seeded with ``rng_seed``, so a row's sample depends on the rows generated with it (unlike the PyTorch path's
-stream per row). hardcse seeds each call from the rows' own seeds: the same batches give byte-identical texts on
-every rerun and under any number of processes (each rank makes whole batches of the one-process batching), but
-a different ``generator.batch_size`` gives other samples from the same distribution.
+Sampling (:class:`OpenVINOGenerator`). The prompts of a call are prefilled together, so GenAI's prefix cache
+cannot share a prefix between them by itself: each would compute it. The prefix each group of prompts shares
+(synthesis: the system prompt, the demonstrations and the instruction, ~100 of ~135 tokens) is therefore prefilled
+once first, alone (one greedy token), and the call's prompts then read its blocks from the cache: the stage takes
+about two thirds of the time (benchmarks/results/synthesis_prefix.md). The warm-up prompt is exactly the shared
+tokens, so the cached blocks are the same whichever batches a process made before.
+
+Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
+follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
+writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX).
+Randomness: GenAI's sampler draws from one stream per call, seeded with ``rng_seed``, so a row's sample depends on
+the rows generated with it (unlike the PyTorch path's stream per row). hardcse seeds each call from the rows' own
+seeds: the same batches give byte-identical texts on every rerun and under any number of processes (each rank makes
+whole batches of the one-process batching), but a different ``generator.batch_size`` gives other samples from the
+same distribution.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +52,10 @@ from hardcse.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
+# a shared prefix shorter than this many tokens is not prefilled first: it fills no cache block (GenAI's blocks on a
+# CPU hold 32 tokens)
+MIN_SHARED_PREFIX = 32
+PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own process to measure what it gains
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
 
@@ -186,6 +197,7 @@ class OpenVINOGenerator:
         # prefill in chunks of up to 4,096 tokens, not GenAI's 256: 490 against 425 tokens/s for a batch of 64
         # on 2 cores (benchmarks/results/engine_speed.md)
         scheduler.max_num_batched_tokens = 4096
+        scheduler.enable_prefix_caching = PREFIX_CACHING  # blocks of finished prompts are kept for later prompts
         properties = openvino_precision(config.dtype)
         if config.dtype == "float32":
             properties["KV_CACHE_PRECISION"] = "f32"
@@ -210,13 +222,20 @@ class OpenVINOGenerator:
         return c
 
     def generate(
-        self, prompt_ids: Sequence[Sequence[int]], seed: int, limits: Sequence[int] | None = None
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        seed: int,
+        limits: Sequence[int] | None = None,
+        groups: Sequence[Hashable] | None = None,
     ) -> list[tuple[list[int], bool]]:
         """Per prompt, the written token ids (the stop token included when written) and whether the row spent its
-        budget (``limits``, default ``max_new_tokens``) without a stop token."""
+        budget (``limits``, default ``max_new_tokens``) without a stop token. ``groups``: prompts with the same key
+        share a prefix, prefilled once first (default: all prompts one group)."""
         import openvino as ov
         import openvino_genai as genai
 
+        if PREFIX_CACHING:
+            self._prefill_shared_prefixes(prompt_ids, groups)
         inputs = [ov.Tensor(np.asarray([ids], dtype=np.int64)) for ids in prompt_ids]
         limits = limits if limits is not None else [self.config.max_new_tokens] * len(inputs)
         results = self.pipeline.generate(inputs, [self._generation_config(seed, n) for n in limits])
@@ -225,3 +244,31 @@ class OpenVINOGenerator:
             ids = list(result.m_generation_ids[0])
             out.append((ids, result.finish_reasons[0] == genai.GenerationFinishReason.LENGTH))
         return out
+
+    def _prefill_shared_prefixes(self, prompt_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> None:
+        """Each group's shared prefix prefilled alone (one greedy token, no random draw), so that its blocks are in
+        the prefix cache before the group's prompts are (module doc)."""
+        import openvino as ov
+        import openvino_genai as genai
+
+        prefixes = [p for p in shared_prefixes(prompt_ids, groups) if len(p) >= MIN_SHARED_PREFIX]
+        if prefixes:
+            greedy = genai.GenerationConfig()
+            greedy.max_new_tokens, greedy.do_sample = 1, False
+            inputs = [ov.Tensor(np.asarray([p], dtype=np.int64)) for p in prefixes]
+            self.pipeline.generate(inputs, [greedy] * len(inputs))
+
+
+def shared_prefixes(prompt_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[list[int]]:
+    """The tokens that every prompt of a group begins with, for each group of two prompts or more (in the order
+    the groups first appear; ``groups`` None: all prompts one group)."""
+    by_group: dict[Hashable, list[Sequence[int]]] = {}
+    for ids, group in zip(prompt_ids, groups if groups is not None else [None] * len(prompt_ids), strict=True):
+        by_group.setdefault(group, []).append(ids)
+    prefixes = []
+    for rows in by_group.values():
+        if len(rows) > 1:
+            shortest = min(len(r) for r in rows)
+            n = next((i for i in range(shortest) if len({r[i] for r in rows}) > 1), shortest)
+            prefixes.append(list(rows[0][:n]))
+    return prefixes

@@ -81,7 +81,8 @@ class TextGenerator:
         row_seeds: Sequence[int] | None = None,
         limits: Sequence[int] | None = None,
     ) -> GeneratedTexts:
-        """One response per rendered prompt (``top_k: 1``: greedy). ``groups``: prompts sharing a prefix (PyTorch);
+        """One response per rendered prompt (``top_k: 1``: greedy). ``groups``: prompts sharing a prefix (it is
+        computed once);
         ``row_seeds``: the rows' random streams (PyTorch: one per row; OpenVINO: one per call, seeded from all);
         ``limits``: each row's new-token budget (default: ``max_new_tokens``). Both engines stop a row at the same
         tokens (:mod:`hardcse.art.generator.stopping`)."""
@@ -94,7 +95,7 @@ class TextGenerator:
             if cached.is_file():
                 return GeneratedTexts(**json.loads(cached.read_text(encoding="utf-8")) | {"from_cache": True})
         if self.engine == "openvino":
-            out = self._generate_openvino(prompts, row_seeds, limits)
+            out = self._generate_openvino(prompts, groups, row_seeds, limits)
         else:
             from hardcse.art.generator.sampling import sample
 
@@ -106,12 +107,16 @@ class TextGenerator:
         return out
 
     def _generate_openvino(
-        self, prompts: Sequence[str], row_seeds: Sequence[int] | None, limits: Sequence[int] | None
+        self,
+        prompts: Sequence[str],
+        groups: Sequence[Hashable] | None,
+        row_seeds: Sequence[int] | None,
+        limits: Sequence[int] | None,
     ) -> GeneratedTexts:
         ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
         key = "\0".join(str(s) for s in (row_seeds if row_seeds is not None else [self.config.seed]))
         seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little")
-        rows = self._openvino.generate(ids, seed, limits)
+        rows = self._openvino.generate(ids, seed, limits, groups)
         eos = set(self._openvino.eos_ids)
         texts = self.tokenizer.batch_decode([[t for t in r if t not in eos] for r, _ in rows], skip_special_tokens=True)
         return GeneratedTexts(texts, [truncated for _, truncated in rows], sum(len(r) for r, _ in rows))

@@ -1,0 +1,143 @@
+"""Synthesis in OpenVINO with and without the shared prefix prefilled once: speed, and what it writes.
+
+    python benchmarks/synthesis_prefix.py [--anchors 512] [--repeats 2]
+
+The stage as a run makes it (hardcse.art.synthesis.triplets.synthesize: generation, parsing, the reward, the
+filter) on cpu-full's generator settings at its synthesis temperature, the bundled SmolLM2-135M, the first
+``--anchors`` training anchors, in OpenVINO at the CPU's precision. The judge is the NLI model the quickstart trains
+(copied from this machine's cache when it was trained before: hardcse/discriminator/kept.py); cpu-full's filter.
+The two sides alternate (off, on, off, on, ...), each a fresh generator, so a drift of the machine falls on both.
+
+Per anchor, the two sides' first runs are compared on what the stage writes: the kept fraction, parse failures,
+rewards and answer lengths, each difference with its 95% paired bootstrap interval over anchors. The prefix's keys
+and values are the same numbers computed once instead of once a row, but not bit for bit (another order of
+operations), so the samples differ: the question is whether their distribution does.
+
+Writes benchmarks/results/synthesis_prefix.{md,json}. Run it alone on the machine: it times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+SIDES = {"off": False, "on": True}
+MEASURES = {  # per anchor, from a synthetic.jsonl record
+    "kept": lambda r: float(r["drop_reason"] is None),
+    "positive parse failure": lambda r: float(r["positive_reason"] is not None),
+    "negative parse failure": lambda r: float(r["negative_reason"] is not None),
+    "positive reward": lambda r: np.nan if r["positive_reward"] is None else r["positive_reward"],
+    "negative reward": lambda r: np.nan if r["negative_reward"] is None else r["negative_reward"],
+    "positive words": lambda r: np.nan if r["positive"] is None else len(r["positive"].split()),
+    "negative words": lambda r: np.nan if r["negative"] is None else len(r["negative"].split()),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--anchors", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
+    args = parser.parse_args()
+    import dataclasses
+
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.generator import openvino
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
+    from hardcse.config import load_config
+    from hardcse.data.jsonl import read_jsonl
+    from hardcse.discriminator.kept import train_or_copy
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.engines import Engine
+    from hardcse.stats import paired_bootstrap
+    from record import write_record
+
+    config = load_config(ArtRunConfig, "configs/cpu-full.yaml", [])
+    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
+    generation = dataclasses.replace(config.generator, sampling_temperature=config.synthesis_temperature)
+    anchors = split_anchors(config.anchors).train[: args.anchors]
+    engine = Engine("openvino")
+    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
+    with tempfile.TemporaryDirectory() as tmp:
+        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
+        reward = Reward(
+            NLIDiscriminator.load(str(Path(tmp) / "nli")), load_encoder(config.encoder), config.reward, engine
+        )
+        records = {}
+        for repeat in range(args.repeats):
+            for side, on in SIDES.items():
+                openvino.PREFIX_CACHING = on  # this process only: the one switch the comparison needs
+                out = Path(tmp) / f"{side}-{repeat}"
+                report = synthesize(
+                    config.generator.model, anchors, generation, reward, config.filter, out, engine=engine
+                )
+                runs[side].append(report.to_dict())
+                print(side, repeat, json.dumps(report.to_dict()), flush=True)
+                if repeat == 0:
+                    records[side] = read_jsonl(out / "synthetic.jsonl")
+    differences = {}
+    for name, measure in MEASURES.items():
+        off, on = (np.array([measure(r) for r in records[side]], dtype=float) for side in SIDES)
+        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(off, on).items()}
+    result = {"anchors": len(anchors), "repeats": args.repeats, "runs": runs, "differences": differences}
+    print(
+        write_record(
+            "synthesis_prefix", "Synthesis with the shared prompt prefix prefilled once", markdown(result), result
+        )
+    )
+
+
+def markdown(result: dict) -> list[str]:
+    def median(side: str, key: str) -> float:
+        return statistics.median(run[key] for run in result["runs"][side])
+
+    speed = {side: median(side, "tokens_per_second") for side in SIDES}
+    seconds = {side: median(side, "seconds") for side in SIDES}
+    kept_per_minute = {
+        side: statistics.median(60 * r["kept"] / r["seconds"] for r in result["runs"][side]) for side in SIDES
+    }
+    lines = [
+        f"{result['anchors']} anchors, a positive and a negative each, cpu-full's generator settings (OpenVINO, the "
+        f"CPU's precision); {result['repeats']} runs a side, alternating; medians.",
+        "",
+        "| shared prefix | stage seconds | generated tokens/s (whole stage) | kept triplets a minute |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {'prefilled once' if SIDES[side] else 'prefilled with every row'} | {seconds[side]:.1f} | "
+            f"{speed[side]:.0f} | {kept_per_minute[side]:.1f} |"
+            for side in SIDES
+        ),
+        "",
+        f"The stage takes {seconds['on'] / seconds['off']:.2f}x the time. Tokens a second count the stage's whole time "
+        "(generation, parsing, the reward, the filter), as a run's synthesis.json does.",
+        "",
+        "What the stage writes, per anchor (first run of each side; 95% paired bootstrap intervals over anchors):",
+        "",
+        "| measure | without | with | with - without |",
+        "|---|---:|---:|---|",
+    ]
+    for name, d in result["differences"].items():
+        diff = d["difference"]
+        verdict = "no detectable difference" if diff["low"] <= 0 <= diff["high"] else "differs"
+        lines.append(
+            f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {diff['estimate']:+.3f} "
+            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict}) |"
+        )
+    lines += [
+        "",
+        "The judge is the quickstart's discriminator (8,000 NLI pairs, 56% dev accuracy: "
+        "[discriminator_sizes.md](discriminator_sizes.md)), so the kept fraction is this judge's, not cpu-full's.",
+        "",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    main()
