@@ -251,7 +251,9 @@ class OpenVINOGenerator:
         import openvino as ov
         import openvino_genai as genai
 
-        prefixes = [p for p in shared_prefixes(prompt_ids, groups) if len(p) >= MIN_SHARED_PREFIX]
+        # whole blocks only: a prefix that ends inside a block leaves a partial block in the cache
+        prefixes = [p[: len(p) // MIN_SHARED_PREFIX * MIN_SHARED_PREFIX] for p in shared_prefixes(prompt_ids, groups)]
+        prefixes = [p for p in prefixes if p]
         if prefixes:
             greedy = genai.GenerationConfig()
             greedy.max_new_tokens, greedy.do_sample = 1, False
