@@ -20,9 +20,10 @@ a whole export or none, and two processes export once.
 Sampling (:class:`OpenVINOGenerator`). The prompts of a call are prefilled together, so GenAI's prefix cache
 cannot share a prefix between them by itself: each would compute it. The prefix each group of prompts shares
 (synthesis: the system prompt, the demonstrations and the instruction, ~100 of ~135 tokens) is therefore prefilled
-once first, alone (one greedy token), and the call's prompts then read its blocks from the cache: the stage takes
-about two thirds of the time (benchmarks/results/synthesis_prefix.md). The warm-up prompt is exactly the shared
-tokens, so the cached blocks are the same whichever batches a process made before.
+once first, in whole cache blocks, alone (one greedy token), and the call's prompts then read those blocks from the
+cache. The stage takes 0.65x the time, and what it writes shows no detectable difference
+(benchmarks/results/synthesis_prefix.md). The warm-up prompt is exactly the shared tokens cut to whole blocks, so
+the cached blocks are the same whichever batches a process made before.
 
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
@@ -52,9 +53,10 @@ from hardcse.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
-# a shared prefix shorter than this many tokens is not prefilled first: it fills no cache block (GenAI's blocks on a
-# CPU hold 32 tokens)
-MIN_SHARED_PREFIX = 32
+# the tokens of a block of GenAI's key/value cache on a CPU: only whole blocks of a shared prefix are prefilled first.
+# A warm-up prompt that ended inside a block left a partial block that later prompts read as theirs: their answers
+# broke (positives 53% unparsed against 15%: the first run of benchmarks/synthesis_prefix.py, commit 704f430)
+CACHE_BLOCK = 32
 PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own process to measure what it gains
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
@@ -251,8 +253,8 @@ class OpenVINOGenerator:
         import openvino as ov
         import openvino_genai as genai
 
-        # whole blocks only: a prefix that ends inside a block leaves a partial block in the cache
-        prefixes = [p[: len(p) // MIN_SHARED_PREFIX * MIN_SHARED_PREFIX] for p in shared_prefixes(prompt_ids, groups)]
+        # whole blocks only (CACHE_BLOCK): a prefix that ends inside a block leaves a partial block in the cache
+        prefixes = [p[: len(p) // CACHE_BLOCK * CACHE_BLOCK] for p in shared_prefixes(prompt_ids, groups)]
         prefixes = [p for p in prefixes if p]
         if prefixes:
             greedy = genai.GenerationConfig()
