@@ -23,7 +23,7 @@ from provenance import recorded_machines
 from record import write_record
 
 RUNS = {
-    "art": ["art", "run", "--config", "smoke"],
+    "art": ["art", "run", "--config", "smoke", "keep_discriminator=false"],  # both runs train the discriminator
     "datacube": ["datacube", "train", "--config", "datacube-smoke"],
     "diffaug": ["diffaug", "train", "--config", "diffaug-smoke"],
 }

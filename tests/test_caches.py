@@ -384,13 +384,12 @@ def test_a_discriminator_trained_in_a_run_is_kept_and_its_key_follows_what_decid
     train_nli = kept.train_nli
     monkeypatch.setattr(kept, "train_nli", lambda *a: trainings.append(1) or train_nli(*a))
     kept.train_or_copy(config(), tmp_path / "first")
-    (tmp_path / "second").mkdir()
-    (tmp_path / "second" / "checkpoint-2").mkdir()  # a killed training's leftovers: replaced by the copy
+    (tmp_path / "second" / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # a killed training's leftovers
     kept.train_or_copy(config(), tmp_path / "second")
-    assert len(trainings) == 1 and not (tmp_path / "second" / "checkpoint-2").exists()
+    assert len(trainings) == 1 and not (tmp_path / "second" / "checkpoints").exists()  # replaced by the copy
     first, second = (json.loads((tmp_path / name / "training.json").read_text()) for name in ("first", "second"))
     assert "seconds_per_step" in first and "seconds_per_step" not in second  # a copy reports no speed
-    assert second.pop("reused_from") == str(tmp_path / "cache" / "discriminator" / key())
+    assert second.pop("reused_from") == key()
     assert second == {k: v for k, v in first.items() if k not in kept.TIMING_KEYS}
     # what the cache promises: training again from nothing writes the same weights, byte for byte
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "another-cache"))
@@ -444,3 +443,24 @@ def test_a_discriminator_resumed_from_a_killed_runs_checkpoint_is_not_kept(tmp_p
     kept.train_or_copy(config, tmp_path / "run" / "discriminator")
     entry = kept.kept_discriminator_dir(config, nli_training_pairs(config))
     assert (tmp_path / "run" / "discriminator" / "training.json").is_file() and not entry.exists()
+
+
+def test_a_discriminator_that_cannot_be_kept_costs_a_warning_not_the_run(tmp_path, monkeypatch, caplog):
+    from hardcse.config import load_config
+    from hardcse.discriminator import kept
+    from hardcse.discriminator.train import NLITrainConfig
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+
+    def trained(config: NLITrainConfig, out, data) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "training.json").write_text(json.dumps({"steps": 4, "resumed_from": None}))
+
+    def full_disk(*_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kept, "train_nli", trained)
+    monkeypatch.setattr(kept, "publish_dir", full_disk)
+    kept.train_or_copy(load_config(NLITrainConfig, overrides=["max_examples=8"]), tmp_path / "discriminator")
+    assert (tmp_path / "discriminator" / "training.json").is_file()
+    assert "not kept" in caplog.text and "No space left on device" in caplog.text

@@ -109,10 +109,11 @@ def test_art_smoke_run_twice_gives_the_same_bytes_and_never_touches_the_network(
     tmp_path, capsys, monkeypatch, no_network
 ):
     """The shipped smoke config: discriminator training, round 0, PPO, synthesis, filter, SimCSE, eval, report; run
-    twice with the same seed, every output is identical (timings aside), and no socket is opened."""
+    twice with the same seed, every output is identical (timings aside), and no socket is opened. Both runs train
+    their discriminator (keep_discriminator=false), so its training is compared too."""
     runs = [tmp_path / "first", tmp_path / "second"]
     for run in runs:
-        assert main(["art", "run", "--config", "smoke", "--out", str(run)]) == 0
+        assert main(["art", "run", "--config", "smoke", "--out", str(run), "keep_discriminator=false"]) == 0
     out = capsys.readouterr().out
     assert "| round_0 | 82.03 | 86.72 |" in out and "| round_1 |" in out  # STS-B, STS-B dev of the bundled encoder
     run = runs[0]
@@ -123,8 +124,9 @@ def test_art_smoke_run_twice_gives_the_same_bytes_and_never_touches_the_network(
     model = SentenceTransformer(str(run / "round_1" / "encoder"), device="cpu")
     assert model.encode(["A man plays a guitar."]).shape == (1, 384)
 
-    for name in ("synthetic.jsonl", "triplets.csv"):
-        assert (runs[0] / "round_1" / name).read_bytes() == (runs[1] / "round_1" / name).read_bytes()
+    for name in ("discriminator/model.safetensors", "round_1/synthetic.jsonl", "round_1/triplets.csv"):
+        assert (runs[0] / name).read_bytes() == (runs[1] / name).read_bytes()
+    assert "reused_from" not in json.loads((runs[1] / "discriminator" / "training.json").read_text())
     logs = [without_timings(r / "round_1" / "generator" / "rl_log.jsonl") for r in runs]
     assert logs[0] == logs[1]
     for stage in ("round_0", "round_1"):

@@ -298,6 +298,9 @@ class ArtRunConfig(TuneConfig):
     judge: str | None = None
     rounds: int = 3  # paper: 3
     tune_generator: bool = True  # false: the raw LLM writes the data (the paper's SimCSE* baseline)
+    # With discriminator: train, the trained model is kept on this machine and a later run with the same inputs
+    # copies it (hardcse/discriminator/kept.py); false: train it in every run
+    keep_discriminator: bool = True
     continue_generator: bool = True  # round r tunes on from round r - 1's generator (false: from the base model)
     synthesis_anchors: int = 1000  # new corpus anchors a round gets a positive and a negative for (paper: 20k)
     # Sampling temperature of synthesis (authors' code: 0.8; PPO samples at generator.sampling_temperature);

@@ -33,7 +33,7 @@ from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.discriminator.kept import train_or_copy
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
-from hardcse.discriminator.train import nli_training_pairs
+from hardcse.discriminator.train import nli_training_pairs, train_nli
 from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
@@ -131,7 +131,9 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -
         folder.stage(
             "discriminator",
             "discriminator",
-            lambda partial: train_or_copy(config.discriminator_training, partial),  # kept per machine
+            lambda partial: (train_or_copy if config.keep_discriminator else train_nli)(
+                config.discriminator_training, partial
+            ),
             keep_partial=True,
             all_ranks=True,
         )

@@ -1,10 +1,11 @@
 """A discriminator trained inside an ART run (``discriminator: train``), kept once per machine for its inputs.
 
-The run's NLI model is the reward's judge, not what the run studies, and on the quickstart it is most of the run
-(benchmarks/results/discriminator_sizes.md). Its training is seeded, so the same inputs on the same machine train
-the same weights (tests/test_discriminator.py checks two trainings byte for byte). A run whose inputs match an
-earlier run's copies that run's model from ``<cache>/discriminator/KEY/`` instead of training again. It does so
-whatever ``reuse`` says, as the raw generator's held-out texts are kept either way.
+The run's NLI model is the reward's judge, not what the run studies, and on the quickstart it is about half of the
+run (126 s of 232 on the AMX Xeon; benchmarks/results/discriminator_sizes.md times the training alone). Its training
+is seeded, so the same inputs on the same machine train the same weights (tests/test_caches.py checks two trainings
+byte for byte). A run whose inputs match an earlier run's copies that run's model from
+``<cache>/discriminator/KEY/`` instead of training again. It does so whatever ``reuse`` says, as the raw generator's
+held-out texts are kept either way; ``keep_discriminator: false`` trains in every run.
 
 KEY digests what decides the weights:
 
@@ -14,9 +15,11 @@ KEY digests what decides the weights:
 - through :func:`hardcse.cache.environment_digest`, the shared code (the training job, the data readers), the
   libraries' versions and the machine's kind where the training runs.
 
-Only a training from nothing is kept, not one resumed from a killed run's checkpoint. A copy says it is one: its
-``training.json`` names the entry it came from (``reused_from``) and drops the seconds a step, which this run did
-not spend (a copied stage reports no speed).
+Only a training from nothing is kept, not one resumed from a killed run's checkpoint; a cache that cannot be
+written (a full disk) costs a warning, not the run. A copy says it is one: its ``training.json`` names the entry's
+KEY (``reused_from``) and drops the seconds a step, which this run did not spend (a copied stage reports no speed).
+The rest of the folder is the first run's as it was, its model card (``README.md``, with that training's minutes)
+included.
 """
 
 from __future__ import annotations
@@ -80,12 +83,19 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
     if record.get("resumed_from"):  # only a training from nothing is kept: it is what the key promises
         log.info("discriminator: resumed from a checkpoint of a killed run, so not kept in %s", entry)
         return
-    run_on_main(lambda: publish_dir(entry, lambda tmp: shutil.copytree(out_dir, tmp, dirs_exist_ok=True), is_kept))
+    run_on_main(lambda: _keep(Path(out_dir), entry))
+
+
+def _keep(out_dir: Path, entry: Path) -> None:
+    try:
+        publish_dir(entry, lambda tmp: shutil.copytree(out_dir, tmp, dirs_exist_ok=True), is_kept)
+    except OSError as e:  # the run has its discriminator: a cache it cannot write only costs the next run time
+        log.warning("discriminator: not kept in %s (%s); the next run with these inputs trains it again", entry, e)
 
 
 def _copy_kept(entry: Path, out_dir: Path) -> None:
     shutil.rmtree(out_dir, ignore_errors=True)  # a killed training's checkpoints: the copy replaces them
     shutil.copytree(entry, out_dir)
     record = json.loads((out_dir / TRAINING_RECORD).read_text(encoding="utf-8"))
-    record = {k: v for k, v in record.items() if k not in TIMING_KEYS} | {"reused_from": str(entry)}
+    record = {k: v for k, v in record.items() if k not in TIMING_KEYS} | {"reused_from": entry.name}
     write_json_atomic(out_dir / TRAINING_RECORD, record)

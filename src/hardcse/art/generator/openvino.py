@@ -21,18 +21,23 @@ Sampling (:class:`OpenVINOGenerator`). The prompts of a call are prefilled toget
 cannot share a prefix between them by itself: each would compute it. The prefix each group of prompts shares
 (synthesis: the system prompt, the demonstrations and the instruction, ~100 of ~135 tokens) is therefore prefilled
 once first, in whole cache blocks, alone (one greedy token), and the call's prompts then read those blocks from the
-cache. The stage takes 0.65x the time, and what it writes shows no detectable difference
-(benchmarks/results/synthesis_prefix.md). The warm-up prompt is exactly the shared tokens cut to whole blocks, so
-the cached blocks are the same whichever batches a process made before.
+cache. In one run on 512 anchors the stage took 0.65x the time, and what it wrote showed no detectable difference
+(benchmarks/results/synthesis_prefix.md). The warm-up prompt is exactly the shared tokens cut to whole blocks, each
+prefilled once per generator, so batches whose groups share the same prefix read the same blocks whichever batches
+came before. The blocks stay in the cache, and the key/value cache is not freed between calls while the generator
+lives (GenAI frees it only without prefix caching). A probe of 2,048 rows in batches of 256 held ~2.6 GB resident
+(this machine, 2026-11-28; no record).
 
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
 writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX).
 Randomness: GenAI's sampler draws from one stream per call, seeded with ``rng_seed``, so a row's sample depends on
 the rows generated with it (unlike the PyTorch path's stream per row). hardcse seeds each call from the rows' own
-seeds: the same batches give byte-identical texts on every rerun and under any number of processes (each rank makes
-whole batches of the one-process batching), but a different ``generator.batch_size`` gives other samples from the
-same distribution.
+seeds: the same batches give byte-identical texts on every rerun with the same number of processes. A different
+``generator.batch_size`` gives other samples from the same distribution. So can another number of processes, in
+two cases: a batch with a group of one prompt reads the prefix blocks an earlier batch of its process prefilled (a
+rank whose first batch it is computes them inside the row), and a batch whose group shares more than whole prefix
+blocks of another's. Runs that must keep texts across these changes use ``engine=torch``.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ from hardcse.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
-# the tokens of a block of GenAI's key/value cache on a CPU: only whole blocks of a shared prefix are prefilled first.
+# the tokens of a block of GenAI's key/value cache on a CPU (GenAI 2026.4, pinned in constraints.txt): only whole
+# blocks of a shared prefix are prefilled first.
 # A warm-up prompt that ended inside a block left a partial block that later prompts read as theirs: their answers
 # broke (positives 53% unparsed against 15%: the first run of benchmarks/synthesis_prefix.py, commit 704f430)
 CACHE_BLOCK = 32
@@ -205,6 +211,9 @@ class OpenVINOGenerator:
             properties["KV_CACHE_PRECISION"] = "f32"
         self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
         self.eos_ids, self.stop_ids, self.config = sorted(eos_ids), sorted(stop_ids), config
+        # the prefixes prefilled so far: each once, since a warm-up found whole in the cache recomputes its last
+        # token in place (a pass of one token), which could move the block's last bits for the batches after it
+        self._prefilled: set[tuple[int, ...]] = set()
 
     def _generation_config(self, seed: int, max_new_tokens: int) -> Any:
         import openvino_genai as genai
@@ -255,7 +264,8 @@ class OpenVINOGenerator:
 
         # whole blocks only (CACHE_BLOCK): a prefix that ends inside a block leaves a partial block in the cache
         prefixes = [p[: len(p) // CACHE_BLOCK * CACHE_BLOCK] for p in shared_prefixes(prompt_ids, groups)]
-        prefixes = [p for p in prefixes if p]
+        prefixes = [p for p in prefixes if p and tuple(p) not in self._prefilled]
+        self._prefilled.update(tuple(p) for p in prefixes)
         if prefixes:
             greedy = genai.GenerationConfig()
             greedy.max_new_tokens, greedy.do_sample = 1, False

@@ -5,7 +5,9 @@ the filter go to ``triplets.csv`` (SimCSE format). An anchor's texts depend only
 the anchor (a random stream per anchor and kind), not on ``generator.batch_size`` or the anchors beside it
 (the PyTorch engine; OpenVINO GenAI draws one stream per batch, so there they depend on the batching too).
 Under several processes each rank generates and scores every world_size-th batch of the one-process batching and
-rank 0 merges them in anchor order, then mines, filters and writes: the files equal the one-process files.
+rank 0 merges them in anchor order, then mines, filters and writes: the files equal the one-process files (in
+PyTorch; in OpenVINO a batch can read prompt-prefix blocks an earlier batch of its process prefilled, and so write
+other samples in the cases hardcse/art/generator/openvino.py names).
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def synthesize(
     batches = [order[i : i + per_batch] for i in range(0, len(anchors), per_batch)]
     by_position: dict[int, dict] = {}
     # several processes: each takes every world_size-th batch, the same batches one process would make, so the
-    # merged file is byte for byte the one-process file (module doc)
+    # merged file is the one-process file (module doc: PyTorch byte for byte)
     for rows in tqdm([batches[k] for k in rank_share(len(batches))], desc="generate", unit="batch"):
         batch = [anchors[r] for r in rows]
         kinds = [kind for kind in written_kinds for _ in batch]
