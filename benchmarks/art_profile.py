@@ -258,7 +258,8 @@ def markdown(result: dict) -> list[str]:
         f"count is the stage's cost, not ART's yield). FLOPs estimated as 2 x {result['parameters'] / 1e6:.0f}M "
         f"parameters x ({synthesis['prompt_tokens']} prompt + {synthesis['generated_tokens']} generated tokens): "
         f"{synthesis['gflops_estimate']} GFLOP/s, {synthesis['gflops_estimate'] / peak['matmul_gflops_bf16']:.0%} "
-        "of the bf16 matmul limit.",
+        "of the bf16 matmul limit. In OpenVINO each kind's shared prompt prefix is computed once, not once a row, "
+        "so this counts prompt tokens that were read from the cache: the rate is an upper bound.",
         "",
     ]
     return lines
