@@ -7,8 +7,9 @@ anchors, reward, discriminator and judge.
 
 Trains the two NLI models first, once per machine and code (`hardcse nli train --config
 configs/nli-discriminator.yaml --out CACHE/nli/nli-minilm-KEY`, `hardcse nli train --config configs/nli-judge.yaml
---out CACHE/nli/nli-judge-KEY`, KEY a hash of the training config, the NLI data, the base model, hardcse's shared code
-(not art/ and the other upper layers, which NLI training never runs), the libraries' versions and the machine's kind:
+--out CACHE/nli/nli-judge-KEY`, KEY the key of a discriminator trained in a run (hardcse/discriminator/kept.py: the
+training config, the NLI pairs it reads, the base model, hardcse's shared code (not art/ and the other upper layers,
+which NLI training never runs), the number of processes, the libraries' versions and the machine's kind):
 the same inputs find the same model again; a second process waits for the first's training) and links
 runs/nli-minilm and runs/nli-judge to them (a real folder of that name is used as it is; with --linked-nli the
 linked models are used as they are, so a change of the shared code does not retrain them: each record names their
@@ -85,23 +86,14 @@ JUDGE = "nli-judge"
 
 def nli_model(runs_dir: Path, name: str, config: str) -> None:
     """``runs_dir/name``: the NLI model of ``config`` trained once per machine in the cache, linked here."""
-    import dataclasses
-    import hashlib
-
-    from hardcse.cache import environment_digest, locked
-    from hardcse.devices import resolve_device
-    from hardcse.discriminator.train import NLITrainConfig
-    from hardcse.fingerprint import files_digest
-    from hardcse.paths import cache_dir, data_dir
-    from hardcse.resources import resolve_model
+    from hardcse.cache import locked
+    from hardcse.discriminator.kept import discriminator_key
+    from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs
+    from hardcse.paths import cache_dir
 
     loaded = load_config(NLITrainConfig, config)
-    digest = hashlib.sha256(json.dumps(dataclasses.asdict(loaded), sort_keys=True).encode())
-    files_digest(data_dir() / "nli", digest)
-    files_digest(resolve_model(loaded.base_model), digest)
-    # NLI training runs the shared code only (never hardcse/art and the other upper layers): a change there keeps it
-    environment_digest(digest, resolve_device(loaded.training.device, "training.device"), shared_code=True)
-    target = cache_dir() / "nli" / f"{name}-{digest.hexdigest()[:16]}"
+    # the key of a discriminator trained in a run: the config, the pairs, the base model, the shared code, the machine
+    target = cache_dir() / "nli" / f"{name}-{discriminator_key(loaded, nli_training_pairs(loaded))[:16]}"
     with locked(target):  # a second benchmark started meanwhile waits for this training, then uses it
         if not (target / "model").is_dir():
             resume = ["--resume"] if (target / "config.yaml").is_file() else []

@@ -51,6 +51,12 @@ TIMING_KEYS = ("steps_timed", "seconds_per_step")  # what the training spent: no
 def kept_discriminator_dir(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> Path:
     """``<cache>/discriminator/KEY``: where a discriminator trained from ``config`` on ``data`` (its training and
     dev pairs) is kept (module doc)."""
+    return cache_dir() / "discriminator" / discriminator_key(config, data)[:32]
+
+
+def discriminator_key(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> str:
+    """The sha256 of what decides the weights ``config`` trains on ``data`` (module doc); also the key of the
+    evidence benchmark's NLI models (benchmarks/art_rounds.py)."""
     device = resolve_device(config.training.device, "discriminator_training.training.device")
     digest = hashlib.sha256(f"format {CACHE_FORMAT}\0world size {world_size()}\0".encode())
     environment_digest(digest, device, shared_code=True)
@@ -62,7 +68,7 @@ def kept_discriminator_dir(config: NLITrainConfig, data: tuple[NLIPairs, NLIPair
     for pairs in data:
         digest.update(json.dumps([pairs.premises, pairs.hypotheses, pairs.labels]).encode())
     files_digest(resolve_model(config.base_model), digest)
-    return cache_dir() / "discriminator" / digest.hexdigest()[:32]
+    return digest.hexdigest()
 
 
 def is_kept(folder: Path) -> bool:

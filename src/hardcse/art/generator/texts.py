@@ -81,9 +81,8 @@ class TextGenerator:
         row_seeds: Sequence[int] | None = None,
         limits: Sequence[int] | None = None,
     ) -> GeneratedTexts:
-        """One response per rendered prompt (``top_k: 1``: greedy). ``groups``: prompts sharing a prefix (it is
-        computed once);
-        ``row_seeds``: the rows' random streams (PyTorch: one per row; OpenVINO: one per call, seeded from all);
+        """One response per rendered prompt (``top_k: 1``: greedy). ``groups``: prompts sharing a prefix (computed
+        once); ``row_seeds``: the rows' random streams (PyTorch: one per row; OpenVINO: one per call, seeded from all);
         ``limits``: each row's new-token budget (default: ``max_new_tokens``). Both engines stop a row at the same
         tokens (:mod:`hardcse.art.generator.stopping`)."""
         cached = None
