@@ -28,6 +28,12 @@ came before. The blocks stay in the cache, and the key/value cache is not freed 
 lives (GenAI frees it only without prefix caching). A probe of 2,048 rows in batches of 256 held ~2.6 GB resident
 (this machine, 2026-11-28; no record).
 
+A LoRA adapter at run time (RL's rollouts, :mod:`hardcse.art.rl.rollouts`). Built with ``adapter``
+(:func:`lora_adapter`: the PEFT model's current LoRA weights under PEFT's saved names, by which GenAI finds each
+target product, and PEFT's scaling as GenAI's alpha), the pipeline applies the adapter each call hands it to the
+base model's export, so a policy changed by an update samples without a new export. The prefix cache is then off:
+GenAI keys its blocks by tokens alone, and keys and values computed under one adapter would be read under the next.
+
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
 writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX).
@@ -197,7 +203,15 @@ def export_generator(source: str, config: GeneratorConfig) -> Path:
 class OpenVINOGenerator:
     """Samples responses for token-id prompts with GenAI's ContinuousBatchingPipeline."""
 
-    def __init__(self, folder: Path, eos_ids: Sequence[int], stop_ids: Sequence[int], config: GeneratorConfig) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        eos_ids: Sequence[int],
+        stop_ids: Sequence[int],
+        config: GeneratorConfig,
+        adapter: Any = None,
+    ) -> None:
+        """``adapter`` (:func:`lora_adapter`): every call then applies the adapter it is given (module doc)."""
         import openvino_genai as genai
 
         scheduler = genai.SchedulerConfig()
@@ -205,20 +219,26 @@ class OpenVINOGenerator:
         # prefill in chunks of up to 4,096 tokens, not GenAI's 256: 490 against 425 tokens/s for a batch of 64
         # on 2 cores (benchmarks/results/engine_speed.md)
         scheduler.max_num_batched_tokens = 4096
-        scheduler.enable_prefix_caching = PREFIX_CACHING  # blocks of finished prompts are kept for later prompts
+        # blocks of finished prompts are kept for later prompts; not under a changing adapter (module doc)
+        self.prefix_caching = PREFIX_CACHING and adapter is None
+        scheduler.enable_prefix_caching = self.prefix_caching
         properties = openvino_precision(config.dtype)
         if config.dtype == "float32":
             properties["KV_CACHE_PRECISION"] = "f32"
+        if adapter is not None:
+            properties["adapters"] = adapter
         self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
         self.eos_ids, self.stop_ids, self.config = sorted(eos_ids), sorted(stop_ids), config
         # the prefixes prefilled so far: each once, since a warm-up found whole in the cache recomputes its last
         # token in place (a pass of one token), which could move the block's last bits for the batches after it
         self._prefilled: set[tuple[int, ...]] = set()
 
-    def _generation_config(self, seed: int, max_new_tokens: int) -> Any:
+    def _generation_config(self, seed: int, max_new_tokens: int, adapter: Any) -> Any:
         import openvino_genai as genai
 
         c = genai.GenerationConfig()
+        if adapter is not None:
+            c.adapters = adapter
         c.max_new_tokens = max_new_tokens
         c.stop_token_ids = set(self.stop_ids)  # the end-of-sequence tokens, and line breaks under stop: line
         if self.eos_ids:
@@ -238,18 +258,20 @@ class OpenVINOGenerator:
         seed: int,
         limits: Sequence[int] | None = None,
         groups: Sequence[Hashable] | None = None,
+        adapter: Any = None,
     ) -> list[tuple[list[int], bool]]:
         """Per prompt, the written token ids (the stop token included when written) and whether the row spent its
         budget (``limits``, default ``max_new_tokens``) without a stop token. ``groups``: prompts with the same key
-        share a prefix, prefilled once first (default: all prompts one group)."""
+        share a prefix, prefilled once first (default: all prompts one group). ``adapter``: the LoRA adapter to
+        apply (:func:`lora_adapter`; a generator built with one)."""
         import openvino as ov
         import openvino_genai as genai
 
-        if PREFIX_CACHING:
+        if self.prefix_caching:
             self._prefill_shared_prefixes(prompt_ids, groups)
         inputs = [ov.Tensor(np.asarray([ids], dtype=np.int64)) for ids in prompt_ids]
         limits = limits if limits is not None else [self.config.max_new_tokens] * len(inputs)
-        results = self.pipeline.generate(inputs, [self._generation_config(seed, n) for n in limits])
+        results = self.pipeline.generate(inputs, [self._generation_config(seed, n, adapter) for n in limits])
         out = []
         for result in results:
             ids = list(result.m_generation_ids[0])
@@ -271,6 +293,26 @@ class OpenVINOGenerator:
             greedy.max_new_tokens, greedy.do_sample = 1, False
             inputs = [ov.Tensor(np.asarray([p], dtype=np.int64)) for p in prefixes]
             self.pipeline.generate(inputs, [greedy] * len(inputs))
+
+
+def lora_adapter(model: torch.nn.Module) -> Any:
+    """The current LoRA weights of ``model`` (a PEFT model) as a GenAI adapter: float32 tensors under PEFT's saved
+    names (``...q_proj.lora_A.weight``: GenAI finds the base model's product whose weight name contains the layer's),
+    and alpha = PEFT's scaling (lora_alpha / r): GenAI adds alpha x B A where the file has no alpha tensors.
+    ~20 ms for SmolLM2-135M's q and v adapters."""
+    import openvino as ov
+    import openvino_genai as genai
+    from peft import get_peft_model_state_dict
+    from peft.tuners.lora import LoraLayer
+    from safetensors.torch import save
+
+    name = model.active_adapter
+    scalings = {m.scaling[name] for m in model.modules() if isinstance(m, LoraLayer) and name in m.scaling}
+    if len(scalings) != 1:
+        raise ValueError(f"one LoRA scaling expected for adapter {name!r}, found {sorted(scalings)}")
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(model).items()}
+    blob = np.frombuffer(save(state), dtype=np.uint8).copy()  # GenAI reads the safetensors bytes in place
+    return genai.AdapterConfig(genai.Adapter(ov.Tensor(blob)), float(scalings.pop()))
 
 
 def shared_prefixes(prompt_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[list[int]]:

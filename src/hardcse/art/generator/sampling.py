@@ -172,9 +172,21 @@ def _sample(
             alive, token, attention, position_ids = alive[keep], token[keep], attention[keep], position_ids[keep]
         attention = torch.cat([attention, torch.ones_like(token).unsqueeze(1)], dim=1)
         input_ids, position_ids = token.unsqueeze(1), position_ids[:, -1:] + 1
+    return as_samples(tokenizer, batch, written, lengths, (~ended).tolist())
+
+
+def as_samples(
+    tokenizer: PreTrainedTokenizerBase,
+    batch: PromptBatch,
+    written: torch.Tensor,
+    lengths: torch.Tensor,
+    truncated: list[bool],
+) -> Samples:
+    """The samples of ``batch``'s rows: ``written`` (rows, >= the longest length) holds each row's tokens, its stop
+    token included, then anything; ``lengths`` how many are its own."""
     response_ids = written[:, : int(lengths.max())]
-    mask = (torch.arange(response_ids.shape[1], device=device).unsqueeze(0) < lengths.unsqueeze(1)).float()
+    mask = (torch.arange(response_ids.shape[1], device=written.device).unsqueeze(0) < lengths.unsqueeze(1)).float()
     texts = tokenizer.batch_decode(
         response_ids * mask.long() + tokenizer.pad_token_id * (1 - mask.long()), skip_special_tokens=True
     )
-    return Samples(batch, response_ids, mask, texts, (~ended).tolist())
+    return Samples(batch, response_ids, mask, texts, truncated)

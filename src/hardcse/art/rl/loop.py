@@ -36,8 +36,9 @@ from torch import nn
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import save_generator
 from hardcse.art.generator.prefix import continue_rows, whole_rows
-from hardcse.art.generator.sampling import Samples, decoder_and_head, sample
+from hardcse.art.generator.sampling import Samples, decoder_and_head
 from hardcse.art.rl.algorithms import ALGORITHMS
+from hardcse.art.rl.rollouts import Sampler, rollout_sampler
 from hardcse.distributed import all_ranks_true, average_gradients, world_size
 
 log = logging.getLogger(__name__)
@@ -71,10 +72,19 @@ class PolicyOutputs(NamedTuple):
 
 
 class RLTrainer:
-    """The LoRA policy, the algorithm's part (PPO or GRPO), one AdamW over both, and the step count."""
+    """The LoRA policy, the algorithm's part (PPO or GRPO), one AdamW over both, and the step count. ``sampler``
+    writes the rollouts (:mod:`hardcse.art.rl.rollouts`; default: the policy itself, in PyTorch)."""
 
-    def __init__(self, model: PeftModel, tokenizer: object, generation: GeneratorConfig, config: RLConfig) -> None:
+    def __init__(
+        self,
+        model: PeftModel,
+        tokenizer: object,
+        generation: GeneratorConfig,
+        config: RLConfig,
+        sampler: Sampler | None = None,
+    ) -> None:
         self.model, self.tokenizer, self.generation, self.config = model, tokenizer, generation, config
+        self.sample = sampler or rollout_sampler("torch", model, tokenizer, generation, "")
         hidden_size = model.get_base_model().config.hidden_size
         self.algorithm = ALGORITHMS[config.algorithm](config, hidden_size, model.device)
         disable_dropout(model)
@@ -99,7 +109,7 @@ class RLTrainer:
         timings: dict[str, float] = {}
         # 1. Rollout: one response per row from the current policy, scored by the reward
         with self.timer(timings, "generation"):
-            samples = sample(self.model, self.tokenizer, prompts, self.generation, groups=groups, limits=limits)
+            samples = self.sample(prompts, groups, limits)
         with self.timer(timings, "scoring"):
             scores, reward_stats = score(samples.texts, samples.truncated)
         partitions = self.minibatches(len(samples.texts))  # each epoch's minibatches (rows), seeded by the step

@@ -24,6 +24,7 @@ from hardcse.art.reward.dual import Reward
 from hardcse.art.reward.score import ArtScore
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.rl_log import RLLog
+from hardcse.art.rl.rollouts import rollout_sampler
 from hardcse.art.rl.tuned_cache import continue_tuning, copy_generator, is_cached, keep_generator, tuned_cache_dir
 from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.atomic import replace_dir
@@ -73,7 +74,8 @@ def tune_generator(
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     source = str(checkpoint) if resuming else config.generator.model
     model, tokenizer = load_generator(source, config.generator, trainable=True)
-    trainer = RLTrainer(model, tokenizer, config.generator, config.rl)
+    sampler = rollout_sampler(config.rl.rollout_engine, model, tokenizer, config.generator, base_model_source(source))
+    trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler)
     if resuming:
         trainer.load_state(checkpoint)
     run_on_main(lambda: rl_log.restart(trainer.step_count if resuming else None))

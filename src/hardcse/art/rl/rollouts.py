@@ -1,0 +1,94 @@
+"""Where an RL step's rollouts are sampled: ``rl.rollout_engine``.
+
+``torch`` (the default; the paper's way): the policy samples itself (:func:`hardcse.art.generator.sampling.sample`).
+``openvino``: OpenVINO GenAI samples from the base model's export with the policy's current LoRA adapter, handed
+over at every step (:func:`hardcse.art.generator.openvino.lora_adapter`), so an update needs no new export.
+
+The sampler is then another engine than the policy. Its samples come from the same distribution up to the engines'
+rounding (bfloat16 where the CPU computes it), and the update reads none of its numbers: log pi_old is the policy's
+own forward in every step (:mod:`hardcse.art.rl.loop`), so PPO's ratio starts at exactly 1 here too. This is how
+TRL computes the ratio when vLLM samples. What differs from ``torch`` is which tokens are drawn (another random
+stream, another engine's rounding), not the maths of the update.
+
+Random stream: the caller seeds torch's global generator before each step; the OpenVINO sampler draws its call's
+seed from it, so a rerun or a resumed step samples the same texts (with the same number of processes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+import torch
+from peft import PeftModel
+from peft.tuners.lora import LoraLayer
+from torch import nn
+from transformers import PreTrainedTokenizerBase
+
+from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.prefix import encode_prompts
+from hardcse.art.generator.sampling import Samples, as_samples, eos_token_ids, sample
+from hardcse.art.generator.stopping import stop_ids
+from hardcse.engines import Engine
+from hardcse.errors import HardcseError
+
+# (prompts, prefix groups, each row's new-token budget or None) -> one sampled response per prompt
+Sampler = Callable[[Sequence[str], Sequence[Hashable], Sequence[int] | None], Samples]
+
+# what GenAI can apply an adapter to: products with a weight inside the decoder layers
+OPENVINO_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def rollout_sampler(
+    engine: str, model: PeftModel, tokenizer: PreTrainedTokenizerBase, generation: GeneratorConfig, base_source: str
+) -> Sampler:
+    """The sampler ``engine`` names (``rl.rollout_engine``) for the policy ``model`` over the LM ``base_source``."""
+    if engine == "torch":
+        return lambda prompts, groups, limits: sample(model, tokenizer, prompts, generation, groups, limits=limits)
+    return OpenVINORollouts(model, tokenizer, generation, base_source)
+
+
+class OpenVINORollouts:
+    """Rollouts sampled by OpenVINO GenAI from ``base_source``'s export with ``model``'s LoRA adapter as it is at
+    each call."""
+
+    def __init__(
+        self, model: PeftModel, tokenizer: PreTrainedTokenizerBase, generation: GeneratorConfig, base_source: str
+    ) -> None:
+        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator, lora_adapter
+
+        Engine.resolve("openvino", "rl.rollout_engine")  # refused with the install hint where OpenVINO is missing
+        check_openvino_policy(model)
+        self.model, self.tokenizer, self.lora_adapter = model, tokenizer, lora_adapter
+        eos = eos_token_ids(model, tokenizer)
+        folder = export_generator(base_source, generation)
+        self.generator = OpenVINOGenerator(
+            folder, eos, stop_ids(tokenizer, eos, generation), generation, adapter=lora_adapter(model)
+        )
+
+    def __call__(self, prompts: Sequence[str], groups: Sequence[Hashable], limits: Sequence[int] | None) -> Samples:
+        batch = encode_prompts(self.tokenizer, prompts, groups)  # what the update's forwards continue from
+        ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+        seed = int(torch.randint(2**31 - 1, ()))  # from the step's seeded global stream (module doc)
+        rows = self.generator.generate(ids, seed, limits, adapter=self.lora_adapter(self.model))
+        written = torch.full((len(rows), max(1, *(len(r) for r, _ in rows))), self.tokenizer.pad_token_id)
+        for i, (tokens, _) in enumerate(rows):
+            written[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        lengths, truncated = torch.tensor([len(r) for r, _ in rows]), [t for _, t in rows]
+        device = self.model.device
+        return as_samples(self.tokenizer, batch.to(device), written.to(device), lengths.to(device), truncated)
+
+
+def check_openvino_policy(model: nn.Module) -> None:
+    """OpenVINO rollouts need a policy on the CPU whose LoRA adapts only the decoder layers' projections (what
+    GenAI applies an adapter to); else a one-line error naming the key."""
+    if model.device.type != "cpu":
+        raise HardcseError(
+            f"rl.rollout_engine: openvino samples on the CPU, but the generator trains on {model.device}; "
+            "set rl.rollout_engine: torch"
+        )
+    names = {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, LoraLayer)}
+    if other := sorted(names - set(OPENVINO_TARGETS)):
+        raise HardcseError(
+            f"rl.rollout_engine: openvino applies LoRA to the decoder's {', '.join(OPENVINO_TARGETS)} only, but "
+            f"generator.lora_target_modules adapts {', '.join(other)}; set rl.rollout_engine: torch"
+        )
