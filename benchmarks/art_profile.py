@@ -24,6 +24,7 @@ Writes benchmarks/results/art_profile[_TAG].{md,json}: a before/after pair of on
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -85,25 +86,36 @@ def machine_peak() -> dict:
 def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as configured") -> dict:  # noqa: ANN001
     """Seconds per part over ``steps`` timed steps, each part's FLOPs in one more, counted, step, and the decode
     loop's length (its steps run until the longest row ends) against the rows' mean response length. ``variant``:
-    a candidate measured beside the loop as it is (VARIANTS)."""
+    a candidate measured beside the loop as it is (VARIANTS: a forward around the loop's, RL settings)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from hardcse.art.rl import loop
-    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.art.rl import loop, tuning
     from hardcse.data.jsonl import read_jsonl
 
     counted: dict[str, int] = {}
     calls = {"step": 0}
     decode_steps: list[int] = []
-    timer, step, sample, forward = loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample, loop.RLTrainer.forward
+    timer, step, sampler, forward = (
+        loop.RLTrainer.timer,
+        loop.RLTrainer.step,
+        tuning.rollout_sampler,
+        loop.RLTrainer.forward,
+    )
+    around_forward, settings = VARIANTS[variant]
+    config = dataclasses.replace(config, rl=dataclasses.replace(config.rl, **settings))
 
-    def recording_sample(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        samples = sample(*args, **kwargs)
-        decode_steps.append(samples.response_ids.shape[1])
-        return samples
+    def recording_sampler(*args):  # noqa: ANN002, ANN202
+        sample = sampler(*args)
+
+        def recording_sample(*call):  # noqa: ANN002, ANN202
+            samples = sample(*call)
+            decode_steps.append(samples.response_ids.shape[1])
+            return samples
+
+        return recording_sample
 
     def variant_forward(self, samples):  # noqa: ANN001, ANN202
-        return VARIANTS[variant](self, samples, forward)
+        return around_forward(self, samples, forward)
 
     @contextmanager
     def counting_timer(self, timings, name):  # noqa: ANN001, ANN202
@@ -119,12 +131,12 @@ def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as
         calls["step"] += 1
         return step(self, *args, **kwargs)
 
-    loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample = counting_timer, counting_step, recording_sample
+    loop.RLTrainer.timer, loop.RLTrainer.step, tuning.rollout_sampler = counting_timer, counting_step, recording_sampler
     loop.RLTrainer.forward = variant_forward
     try:
-        final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
+        final = tuning.tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
     finally:
-        loop.RLTrainer.timer, loop.RLTrainer.step, loop.sample = timer, step, sample
+        loop.RLTrainer.timer, loop.RLTrainer.step, tuning.rollout_sampler = timer, step, sampler
         loop.RLTrainer.forward = forward
     rows = read_jsonl(final / "rl_log.jsonl")
     timed, last = rows[1 : steps + 1], rows[-1]
@@ -166,11 +178,17 @@ def _autocast(self, samples, forward):  # noqa: ANN001, ANN202
         return forward(self, samples)
 
 
-# candidates for the RL step, each measured as a whole tuning beside the loop as configured
+def _as_it_is(self, samples, forward):  # noqa: ANN001, ANN202
+    return forward(self, samples)
+
+
+# candidates for the RL step, each measured as a whole tuning beside the loop as configured: a forward around the
+# loop's, and RL settings
 VARIANTS = {
-    "as configured": lambda self, samples, forward: forward(self, samples),
-    "eager attention in the training forwards": _eager_attention,
-    "bf16 autocast in the training forwards": _autocast,
+    "as configured": (_as_it_is, {}),
+    "eager attention in the training forwards": (_eager_attention, {}),
+    "bf16 autocast in the training forwards": (_autocast, {}),
+    "OpenVINO rollouts": (_as_it_is, {"rollout_engine": "openvino"}),
 }
 
 
@@ -281,7 +299,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")
     parser.add_argument("--anchors", type=int, default=64, help="held-out anchors to synthesise for")
     parser.add_argument("--tag", default="", help="the record's name: art_profile_TAG (e.g. before, after)")
-    parser.add_argument("--variants", action="store_true", help="also time each candidate of VARIANTS")
+    parser.add_argument(
+        "--variants", nargs="*", choices=list(VARIANTS)[1:], help="also time these candidates (none named: all)"
+    )
     args = parser.parse_args()
     peak = machine_peak()
     with tempfile.TemporaryDirectory() as tmp:
@@ -297,7 +317,7 @@ def main() -> None:
         parameters = _llama_parameters(generator)
         rl = profile_rl(config, discriminator, work, args.steps)
         variants = {}
-        for name in list(VARIANTS)[1:] if args.variants else []:
+        for name in (args.variants or list(VARIANTS)[1:]) if args.variants is not None else []:
             variants[name] = profile_rl(config, discriminator, work / name.replace(" ", "-"), args.steps, name)
         synthesis = profile_synthesis(config, discriminator, work, args.anchors, parameters)
     result = {
