@@ -1,0 +1,146 @@
+"""An RL step at cpu-full's sizes under each setting that may speed it up, each in a process of its own.
+
+    python benchmarks/rl_step_settings.py [--steps 6] [--repeats 2]
+
+Settings (SETTINGS): who samples the rollouts (``rl.rollout_engine``: the policy in PyTorch, or OpenVINO GenAI with
+the policy's current LoRA adapter) and the process's allocator (glibc's default, or freed memory kept in the
+process: ``hardcse.allocator.keep_freed_memory``, what hardcse's commands set). The allocator is a setting of the
+whole process, so every setting runs in a fresh process: ``--steps`` timed RL steps after one warm-up, at
+configs/cpu-full.yaml's sizes (16 rollouts in minibatches of 4, the bundled SmolLM2-135M, its stop and length rules),
+a random-head NLI cross-encoder on the bundled MiniLM judging (the same cost as the trained one; its numbers unused).
+The settings run in turn, the order reversed on every other repeat (drift on the machine falls on all alike).
+
+Per setting: the median step and each part (the loop's own timer), response tokens a rollout, the page faults of a
+step (the kernel handing the process fresh pages) and the process's peak resident memory. Both allocator settings of
+one rollout engine run the same steps on the same samples (the allocator changes no number), so their difference is
+the allocator's alone; the two rollout engines draw other samples, so their response lengths are shown beside them.
+
+Writes benchmarks/results/rl_step_settings.{md,json}. Nothing else may run on the machine meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SETTINGS = {  # name: (rl.rollout_engine, keep freed memory)
+    "PyTorch rollouts, default allocator": ("torch", False),
+    "PyTorch rollouts, freed memory kept": ("torch", True),
+    "OpenVINO rollouts, default allocator": ("openvino", False),
+    "OpenVINO rollouts, freed memory kept": ("openvino", True),
+}
+
+
+def child(setting: str, steps: int, out: Path) -> None:
+    """One setting in this process: ``steps`` timed RL steps after a warm-up; their numbers written to ``out``."""
+    rollouts, keep = SETTINGS[setting]
+    if keep:
+        from hardcse.allocator import keep_freed_memory
+
+        assert keep_freed_memory(), "glibc's malloc expected"
+    sys.path.insert(0, str(HERE))
+    from art_profile import median_seconds
+    from art_speed import random_discriminator
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.rl import loop
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.config import load_config
+    from hardcse.data.jsonl import read_jsonl
+    from hardcse.discriminator.nli import NLIDiscriminator
+
+    work = out.with_suffix(".work")
+    random_discriminator(work / "nli")
+    overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false", f"rl.rollout_engine={rollouts}"]
+    overrides += [f"rl.steps={steps + 1}", f"rl.save_every={steps + 1}"]
+    config = load_config(ArtRunConfig, "configs/cpu-full.yaml", overrides)
+    discriminator = NLIDiscriminator.load(str(work / "nli"))
+    faults: list[int] = []
+    step = loop.RLTrainer.step
+
+    def counting_step(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        stats = step(self, *args, **kwargs)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        return stats
+
+    loop.RLTrainer.step = counting_step
+    final = tune_generator(config, work / "rl", work / "generator", discriminator=discriminator)
+    rows = read_jsonl(final / "rl_log.jsonl")[1:]  # the warm-up step left out
+    parts, step_seconds = median_seconds(rows)
+    result = {
+        "step_seconds": round(step_seconds, 2),
+        "parts": {name: round(seconds, 3) for name, seconds in parts.items()},
+        "response_tokens": round(statistics.mean(r["response_tokens"] for r in rows), 1),
+        "page_faults_per_step": int(statistics.median(faults[1:])),
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2, 2),
+        "steps": [round(sum(r[f"{p}_s"] for p in parts), 2) for r in rows],
+    }
+    out.write_text(json.dumps(result), encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=6, help="timed RL steps per process, after one warm-up")
+    parser.add_argument("--repeats", type=int, default=2, help="processes per setting")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.steps, args.out)
+        return
+    sys.path.insert(0, str(HERE))
+    from art_profile import PARTS
+    from record import write_record
+
+    runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            order = list(SETTINGS) if repeat % 2 == 0 else list(reversed(SETTINGS))
+            for i, name in enumerate(order):
+                out = Path(tmp) / f"{repeat}-{i}.json"
+                command = [sys.executable, __file__, "--child", name, "--steps", str(args.steps), "--out", str(out)]
+                subprocess.run(command, check=True, cwd=HERE.parent)
+                runs[name].append(json.loads(out.read_text(encoding="utf-8")))
+                print(name, runs[name][-1]["step_seconds"], flush=True)
+    summary = {
+        name: {
+            "step_seconds": statistics.median(s for r in rs for s in r["steps"]),
+            "parts": {p: statistics.median(r["parts"][p] for r in rs) for p in PARTS},
+            "response_tokens": statistics.mean(r["response_tokens"] for r in rs),
+            "page_faults_per_step": int(statistics.median(r["page_faults_per_step"] for r in rs)),
+            "peak_rss_gb": max(r["peak_rss_gb"] for r in rs),
+        }
+        for name, rs in runs.items()
+    }
+    lines = [
+        f"An RL step at cpu-full's sizes (16 rollouts in minibatches of 4), {args.steps} timed steps after a warm-up "
+        f"in each of {args.repeats} processes a setting, the order reversed every other repeat; the median over all "
+        "of a setting's steps, its parts the median of the processes' medians.",
+        "",
+        "| setting | step s | generation | scoring | policy forward | reference | optimisation | response tokens "
+        "| page faults a step | peak RSS GB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in summary.items():
+        cells = [f"{s['step_seconds']:.2f}", *(f"{s['parts'][p]:.2f}" for p in PARTS), f"{s['response_tokens']:.1f}"]
+        cells += [f"{s['page_faults_per_step']:,}", f"{s['peak_rss_gb']:.2f}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Both allocator settings of one rollout engine run the same steps on the same samples; the two engines draw "
+        "other samples (their response tokens differ), so compare their training parts per token.",
+        "",
+    ]
+    title = "An RL step under each setting, a process each"
+    print(write_record("rl_step_settings", title, lines, {"summary": summary, "runs": runs, "steps": args.steps}))
+
+
+if __name__ == "__main__":
+    main()
