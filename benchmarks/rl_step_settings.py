@@ -7,13 +7,15 @@ the policy's current LoRA adapter) and the process's allocator (glibc's default,
 process: ``hardcse.allocator.keep_freed_memory``, what hardcse's commands set). The allocator is a setting of the
 whole process, so every setting runs in a fresh process: ``--steps`` timed RL steps after one warm-up, at
 configs/cpu-full.yaml's sizes (16 rollouts in minibatches of 4, the bundled SmolLM2-135M, its stop and length rules),
-a random-head NLI cross-encoder on the bundled MiniLM judging (the same cost as the trained one; its numbers unused).
+a random-head NLI cross-encoder on the bundled MiniLM judging (the same cost as the trained one; its numbers unused;
+its head drawn from one seed in every process).
 The settings run in turn, the order reversed on every other repeat (drift on the machine falls on all alike).
 
 Per setting: the median step and each part (the loop's own timer), response tokens a rollout, the page faults of a
-step (the kernel handing the process fresh pages) and the process's peak resident memory. Both allocator settings of
-one rollout engine run the same steps on the same samples (the allocator changes no number), so their difference is
-the allocator's alone; the two rollout engines draw other samples, so their response lengths are shown beside them.
+step (the kernel handing the process fresh pages) and the process's peak resident memory. The allocator changes no
+number, so the processes of one rollout engine run the same steps on the same samples (the record checks it: the
+same response lengths at every step) and their difference is the allocator's alone; the two rollout engines draw
+other samples, so their response lengths are shown beside them.
 
 Writes benchmarks/results/rl_step_settings.{md,json}. Nothing else may run on the machine meanwhile.
 """
@@ -46,6 +48,8 @@ def child(setting: str, steps: int, out: Path) -> None:
 
         assert keep_freed_memory(), "glibc's malloc expected"
     sys.path.insert(0, str(HERE))
+    import torch
+
     from art_profile import median_seconds
     from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
@@ -56,6 +60,7 @@ def child(setting: str, steps: int, out: Path) -> None:
     from hardcse.discriminator.nli import NLIDiscriminator
 
     work = out.with_suffix(".work")
+    torch.manual_seed(0)  # the same random head in every process: one setting's steps are another's samples
     random_discriminator(work / "nli")
     overrides = [f"discriminator={work / 'nli'}", "judge=null", "reuse=false", f"rl.rollout_engine={rollouts}"]
     overrides += [f"rl.steps={steps + 1}", f"rl.save_every={steps + 1}"]
@@ -81,6 +86,7 @@ def child(setting: str, steps: int, out: Path) -> None:
         "page_faults_per_step": int(statistics.median(faults[1:])),
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2, 2),
         "steps": [round(sum(r[f"{p}_s"] for p in parts), 2) for r in rows],
+        "step_response_tokens": [r["response_tokens"] for r in rows],
     }
     out.write_text(json.dumps(result), encoding="utf-8")
 
@@ -132,10 +138,15 @@ def main() -> None:
         cells = [f"{s['step_seconds']:.2f}", *(f"{s['parts'][p]:.2f}" for p in PARTS), f"{s['response_tokens']:.1f}"]
         cells += [f"{s['page_faults_per_step']:,}", f"{s['peak_rss_gb']:.2f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for engine in ("torch", "openvino"):
+        names = [name for name, (rollouts, _) in SETTINGS.items() if rollouts == engine]
+        lengths = {json.dumps(r["step_response_tokens"]) for name in names for r in runs[name]}
+        same = "the same response lengths at every step" if len(lengths) == 1 else "differing response lengths"
+        lines += ["", f"The {engine} rollouts' {sum(len(runs[n]) for n in names)} processes wrote {same}."]
     lines += [
         "",
-        "Both allocator settings of one rollout engine run the same steps on the same samples; the two engines draw "
-        "other samples (their response tokens differ), so compare their training parts per token.",
+        "The two rollout engines draw other samples (their response tokens differ): compare their training parts "
+        "per token.",
         "",
     ]
     title = "An RL step under each setting, a process each"
