@@ -36,9 +36,14 @@ def new_adapter(model, seed: int) -> None:
 
 @openvino
 def test_openvino_rollouts_follow_the_policys_adapter_at_every_call(tiny_lm_dir, tmp_path, monkeypatch):
+    from hardcse.art.generator.openvino import export_key
+
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     model, tokenizer = load_generator(str(tiny_lm_dir), GREEDY, trainable=True)
-    rollouts = OpenVINORollouts(model, tokenizer, GREEDY, str(tiny_lm_dir))
+    int8 = dataclasses.replace(GREEDY, openvino_weights="int8")  # synthesis' setting: rollouts take float weights
+    rollouts = OpenVINORollouts(model, tokenizer, int8, str(tiny_lm_dir))
+    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
+    assert exports == [export_key(str(tiny_lm_dir), "float")]
     limits = [6, 3, 6, 2, 6, 5]
     written = []
     for seed in (1, 2):  # an update between two steps: the second call must apply the new adapter

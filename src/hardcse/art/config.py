@@ -275,7 +275,7 @@ class TuneConfig(Tracked):
     device: str = "auto"
     # What runs the forward passes that train nothing (synthesis, held-out comparison, evaluation, the reward's and
     # the held-out cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
-    # RL rollouts and every training step run in PyTorch.
+    # Every training step runs in PyTorch; RL's rollouts too, unless rl.rollout_engine: openvino.
     engine: str = "auto"
     # Reuse what this machine computed before for the same inputs instead of computing it again: a round's tuned
     # generator (<cache>/tuned/, hardcse/art/rl/tuned_cache.py) and the texts of synthesis and the held-out comparison

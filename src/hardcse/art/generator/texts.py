@@ -1,7 +1,7 @@
 """Texts from the generator where nothing trains (synthesis, ``art generate``, the held-out comparison, the raw-LLM
 baseline), in the engine the config picks: PyTorch (:mod:`hardcse.art.generator.sampling`) or OpenVINO GenAI
-(:mod:`hardcse.art.generator.openvino`). RL rollouts stay in PyTorch: the policy changes every update, and
-their log-probabilities come from the same forward the trainer differentiates.
+(:mod:`hardcse.art.generator.openvino`). RL's rollouts are not written here: the policy changes every update
+(:mod:`hardcse.art.rl.rollouts`).
 
 With ``cache`` a call's texts are kept in ``<cache>/generations/`` under a key of everything they depend on
 (the model's files, the engine and device, the generator config, the prompts, row seeds and budgets, and through

@@ -1,8 +1,9 @@
 """Where an RL step's rollouts are sampled: ``rl.rollout_engine``.
 
 ``torch`` (the default; the paper's way): the policy samples itself (:func:`hardcse.art.generator.sampling.sample`).
-``openvino``: OpenVINO GenAI samples from the base model's export with the policy's current LoRA adapter, handed
-over at every step (:func:`hardcse.art.generator.openvino.lora_adapter`), so an update needs no new export.
+``openvino``: OpenVINO GenAI samples from the base model's export (float weights) with the policy's current LoRA
+adapter, handed over at every step (:func:`hardcse.art.generator.openvino.lora_adapter`), so an update needs no new
+export.
 
 The sampler is then another engine than the policy. Its samples come from the same distribution up to the engines'
 rounding (bfloat16 where the CPU computes it), and the update reads none of its numbers: log pi_old is the policy's
@@ -16,6 +17,7 @@ seed from it, so a rerun or a resumed step samples the same texts (with the same
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 
 import torch
@@ -60,7 +62,8 @@ class OpenVINORollouts:
         check_openvino_policy(model)
         self.model, self.tokenizer, self.lora_adapter = model, tokenizer, lora_adapter
         eos = eos_token_ids(model, tokenizer)
-        folder = export_generator(base_source, generation)
+        # float weights: the adapter is added to them as they are (generator.openvino_weights: int8 is synthesis')
+        folder = export_generator(base_source, dataclasses.replace(generation, openvino_weights="float"))
         self.generator = OpenVINOGenerator(
             folder, eos, stop_ids(tokenizer, eos, generation), generation, adapter=lora_adapter(model)
         )
