@@ -4,8 +4,9 @@
 
 Settings (SETTINGS): who samples the rollouts (``rl.rollout_engine``: the policy in PyTorch, or OpenVINO GenAI with
 the policy's current LoRA adapter) and the process's allocator (glibc's default, or freed memory kept in the
-process: ``hardcse.allocator.keep_freed_memory``, what hardcse's commands set). The allocator is a setting of the
-whole process, so every setting runs in a fresh process: ``--steps`` timed RL steps after one warm-up, at
+process: :func:`keep_freed_memory`, a candidate for hardcse's commands, not kept: it made no detectable difference).
+The allocator is a setting of the whole process, so every setting runs in a fresh process: ``--steps`` timed RL
+steps after one warm-up, at
 configs/cpu-full.yaml's sizes (16 rollouts in minibatches of 4, the bundled SmolLM2-135M, its stop and length rules),
 a random-head NLI cross-encoder on the bundled MiniLM judging (the same cost as the trained one; its numbers unused;
 its head drawn from one seed in every process).
@@ -32,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 SETTINGS = {  # name: (rl.rollout_engine, keep freed memory)
     "PyTorch rollouts, default allocator": ("torch", False),
     "PyTorch rollouts, freed memory kept": ("torch", True),
@@ -40,13 +42,21 @@ SETTINGS = {  # name: (rl.rollout_engine, keep freed memory)
 }
 
 
+def keep_freed_memory() -> None:
+    """glibc's malloc told to keep freed memory: blocks up to 32 MiB (its largest mmap threshold) from and back to
+    the heap, not fresh pages from the kernel each time, and the heap's top trimmed only above 1 GiB. PyTorch takes
+    its activations from malloc, and a forward of the generator faulted in ~0.9 GB of fresh pages a pass (a probe)."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    assert libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30), "glibc expected"
+
+
 def child(setting: str, steps: int, out: Path) -> None:
     """One setting in this process: ``steps`` timed RL steps after a warm-up; their numbers written to ``out``."""
     rollouts, keep = SETTINGS[setting]
     if keep:
-        from hardcse.allocator import keep_freed_memory
-
-        assert keep_freed_memory(), "glibc's malloc expected"
+        keep_freed_memory()
     sys.path.insert(0, str(HERE))
     import torch
 
@@ -102,7 +112,6 @@ def main() -> None:
         child(args.child, args.steps, args.out)
         return
     sys.path.insert(0, str(HERE))
-    from art_profile import PARTS
     from record import write_record
 
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
@@ -115,42 +124,53 @@ def main() -> None:
                 subprocess.run(command, check=True, cwd=HERE.parent)
                 runs[name].append(json.loads(out.read_text(encoding="utf-8")))
                 print(name, runs[name][-1]["step_seconds"], flush=True)
-    summary = {
-        name: {
-            "step_seconds": statistics.median(s for r in rs for s in r["steps"]),
-            "parts": {p: statistics.median(r["parts"][p] for r in rs) for p in PARTS},
-            "response_tokens": statistics.mean(r["response_tokens"] for r in rs),
-            "page_faults_per_step": int(statistics.median(r["page_faults_per_step"] for r in rs)),
-            "peak_rss_gb": max(r["peak_rss_gb"] for r in rs),
-        }
-        for name, rs in runs.items()
-    }
+    result = {"runs": runs, "steps": args.steps, "repeats": args.repeats}
+    title = "An RL step under each setting, a process each"
+    print(write_record("rl_step_settings", title, markdown(result), result))
+
+
+def markdown(result: dict) -> list[str]:
+    from art_profile import PARTS
+    from hardcse.stats import paired_bootstrap
+
+    runs = result["runs"]
     lines = [
-        f"An RL step at cpu-full's sizes (16 rollouts in minibatches of 4), {args.steps} timed steps after a warm-up "
-        f"in each of {args.repeats} processes a setting, the order reversed every other repeat; the median over all "
-        "of a setting's steps, its parts the median of the processes' medians.",
+        f"An RL step at cpu-full's sizes (16 rollouts in minibatches of 4), {result['steps']} timed steps after a "
+        f"warm-up in each of {result['repeats']} processes a setting, the order reversed every other repeat; the "
+        "median over all of a setting's steps, its parts the median of the processes' medians.",
         "",
         "| setting | step s | generation | scoring | policy forward | reference | optimisation | response tokens "
         "| page faults a step | peak RSS GB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, s in summary.items():
-        cells = [f"{s['step_seconds']:.2f}", *(f"{s['parts'][p]:.2f}" for p in PARTS), f"{s['response_tokens']:.1f}"]
-        cells += [f"{s['page_faults_per_step']:,}", f"{s['peak_rss_gb']:.2f}"]
+    for name, rs in runs.items():
+        cells = [f"{statistics.median(s for r in rs for s in r['steps']):.2f}"]
+        cells += [f"{statistics.median(r['parts'][p] for r in rs):.2f}" for p in PARTS]
+        cells += [f"{statistics.mean(r['response_tokens'] for r in rs):.1f}"]
+        cells += [f"{int(statistics.median(r['page_faults_per_step'] for r in rs)):,}"]
+        cells += [f"{max(r['peak_rss_gb'] for r in rs):.2f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "The allocator, per engine: kept - default over the same steps (95% paired bootstrap interval):", ""]
     for engine in ("torch", "openvino"):
-        names = [name for name, (rollouts, _) in SETTINGS.items() if rollouts == engine]
-        lengths = {json.dumps(r["step_response_tokens"]) for name in names for r in runs[name]}
-        same = "the same response lengths at every step" if len(lengths) == 1 else "differing response lengths"
-        lines += ["", f"The {engine} rollouts' {sum(len(runs[n]) for n in names)} processes wrote {same}."]
+        default, kept = (name for name, (rollouts, _) in SETTINGS.items() if rollouts == engine)
+        lengths = {json.dumps(r["step_response_tokens"]) for name in (default, kept) for r in runs[name]}
+        same = (
+            "the same response lengths at every step" if len(lengths) == 1 else "differing response lengths (unpaired)"
+        )
+        a, b = ([s for r in runs[name] for s in r["steps"]] for name in (default, kept))
+        d = paired_bootstrap(a, b)["difference"].to_dict()
+        verdict = "no detectable difference" if d["low"] <= 0 <= d["high"] else "differs"
+        lines.append(
+            f"- {engine} rollouts: {d['estimate']:+.2f} s a step [{d['low']:+.2f}, {d['high']:+.2f}] ({verdict}); "
+            f"its {len(runs[default]) + len(runs[kept])} processes wrote {same}."
+        )
     lines += [
         "",
         "The two rollout engines draw other samples (their response tokens differ): compare their training parts "
         "per token.",
         "",
     ]
-    title = "An RL step under each setting, a process each"
-    print(write_record("rl_step_settings", title, lines, {"summary": summary, "runs": runs, "steps": args.steps}))
+    return lines
 
 
 if __name__ == "__main__":

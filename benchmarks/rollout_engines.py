@@ -8,7 +8,8 @@ LoRA adapter) and seed: cpu-full's first round of RL (25 PPO steps x 16 rollouts
 bundled SmolLM2-135M and MiniLM), rewarded by the NLI model the quickstart trains (copied from this machine's cache
 when trained before: hardcse/discriminator/kept.py), then the held-out comparison a run makes (cpu-full's first
 ``--anchors`` held-out anchors, the raw and the tuned generator at the synthesis temperature, in OpenVINO;
-hardcse/art/synthesis/heldout.py). The process keeps freed memory, as hardcse's commands do.
+hardcse/art/synthesis/heldout.py). The process keeps freed memory (rl_step_settings.py's allocator setting, which
+made no detectable difference to an RL step).
 
 Reported per engine: the RL step's median seconds and parts, the held-out tuned - raw reward and kept fraction
 with their paired intervals (what a run's report says), and per anchor, openvino - torch on what the tuned
@@ -35,9 +36,9 @@ def main() -> None:
     parser.add_argument("--anchors", type=int, default=300, help="held-out anchors each tuned generator writes for")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42], help="RL seeds, each run with both engines")
     args = parser.parse_args()
-    from hardcse.allocator import keep_freed_memory
+    from rl_step_settings import keep_freed_memory
 
-    keep_freed_memory()  # as the hardcse command line does
+    keep_freed_memory()  # as when this record was made (no detectable difference to an RL step: rl_step_settings.md)
     from art_profile import PARTS, median_seconds
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.rl.tuning import tune_generator
@@ -119,7 +120,8 @@ def markdown(result: dict) -> list[str]:
     lines = [
         "cpu-full's first round of RL (25 PPO steps x 16 rollouts) per rollout engine and seed, the quickstart's "
         f"discriminator rewarding; then both tuned generators and the raw one on the first {result['anchors']} "
-        "held-out anchors (OpenVINO, the CPU's precision). The process keeps freed memory, as hardcse's commands do.",
+        "held-out anchors (OpenVINO, the CPU's precision). The process kept freed memory (rl_step_settings.py's "
+        "allocator setting: no detectable difference to an RL step, [rl_step_settings.md](rl_step_settings.md)).",
         "",
         "| rollouts | seed | RL step s | " + " | ".join(PARTS) + " | response tokens | reward, last 5 steps "
         "| held-out reward, tuned - raw | held-out kept, tuned - raw |",

@@ -65,10 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     if rest:
         args.overrides = [*args.overrides, *rest]
-    if argv is None:  # the command line of a process: its allocator keeps freed memory (hardcse/allocator.py)
-        from hardcse.allocator import keep_freed_memory
-
-        keep_freed_memory()
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     _quiet_libraries()
     from hardcse import run_folder

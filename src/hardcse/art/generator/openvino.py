@@ -298,8 +298,7 @@ class OpenVINOGenerator:
 def lora_adapter(model: torch.nn.Module) -> Any:
     """The current LoRA weights of ``model`` (a PEFT model) as a GenAI adapter: float32 tensors under PEFT's saved
     names (``...q_proj.lora_A.weight``: GenAI finds the base model's product whose weight name contains the layer's),
-    and alpha = PEFT's scaling (lora_alpha / r): GenAI adds alpha x B A where the file has no alpha tensors.
-    ~20 ms for SmolLM2-135M's q and v adapters."""
+    and alpha = PEFT's scaling (lora_alpha / r): GenAI adds alpha x B A where the file has no alpha tensors."""
     import openvino as ov
     import openvino_genai as genai
     from peft import get_peft_model_state_dict
