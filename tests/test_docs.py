@@ -56,8 +56,8 @@ def test_links_configs_and_scripts_exist(page):
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
         if not target.startswith("http"):
             assert (page.parent / target).exists(), f"{page.name}: link to {target}"
-    for config in re.findall(r"\bconfigs/([\w.-]+\.yaml)", text):
-        assert (ROOT / "configs" / config).is_file(), f"{page.name}: configs/{config}"
+    for folder, config in re.findall(r"(?<![\w/])((?:benchmarks/)?)configs/([\w.-]+\.yaml)", text):
+        assert (ROOT / folder / "configs" / config).is_file(), f"{page.name}: {folder}configs/{config}"
     for script in re.findall(r"\bbenchmarks/(\w+\.py)", text):
         assert (ROOT / "benchmarks" / script).is_file(), f"{page.name}: benchmarks/{script}"
 
