@@ -1,6 +1,6 @@
 """Where ART's time goes, against what the machine can do: an RL step's parts and synthesis, with their FLOP/s.
 
-    python benchmarks/art_profile.py [--steps 3] [--anchors 64] [--tag before]
+    python benchmarks/art_profile.py [--steps 3] [--anchors 64] [--tag before] [--variants [NAME ...]]
 
 One process, nothing else running. At cpu-full's sizes (configs/cpu-full.yaml: 16 rollouts a step in minibatches
 of 4, the bundled SmolLM2-135M, its stop and length rules) with a random-head NLI cross-encoder on the bundled

@@ -3,8 +3,8 @@
     python benchmarks/art_run_time.py --out runs/cpu-full-time [--config CONFIG] [--seed 5] [--before RECORD_DIR]
         [key=value ...]
 
-Runs ``hardcse art run --config CONFIG`` (default configs/cpu-full.yaml; the command line, so the process's allocator
-is a user's) with the ``key=value`` overrides and every seed key of the config at ``--seed`` (a killed run is resumed,
+Runs ``hardcse art run --config CONFIG`` (default configs/cpu-full.yaml; the command line a user runs) with the
+``key=value`` overrides and every seed key of the config at ``--seed`` (a killed run is resumed,
 a finished one only read), then reads its manifest.json: each
 stage's seconds, summed by kind (RL, synthesis, held-out comparison, encoder training, evaluations and measures, the
 discriminator's training), the RL step's median parts per round (rl_log.jsonl), and its report's first line (the
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--config", default="configs/cpu-full.yaml")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--before", type=Path, help="an earlier run's record folder to show beside")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides of configs/cpu-full.yaml")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides of the config")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from art_rounds import config_seed_overrides

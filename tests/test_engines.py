@@ -274,3 +274,19 @@ def test_openvino_prefills_a_shared_prefix_once_and_a_batch_writes_the_same_what
     expected = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(both, groups=groups)
     assert TextGenerator(str(tiny_lm_dir), GREEDY, Engine("openvino")).generate(both, groups=groups) == expected
     assert [len(p) for p in prefixes[-1]] == [36, 36]
+
+
+@openvino
+def test_openvino_gives_every_row_its_own_stream(tiny_lm_dir, tmp_path, monkeypatch):
+    from hardcse.art.generator.texts import TextGenerator
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    sampled = GeneratorConfig(dtype="float32", max_new_tokens=6, device="cpu")
+    generator = TextGenerator(str(tiny_lm_dir), sampled, Engine("openvino"))
+    # one prompt, eight seeds: eight draws (one seed for all would write one text eight times)
+    assert len(set(generator.generate(["the cat"] * 8, groups=list(range(8)), row_seeds=list(range(8))).texts)) > 2
+    # a row's text follows its seed, not its place: the same rows in the other order write the same texts
+    prompts, seeds, groups = ["the cat runs", "a dog sleeps", "the dog"], [11, 12, 13], ["a", "b", "c"]
+    forward = generator.generate(prompts, groups=groups, row_seeds=seeds).texts
+    backward = generator.generate(prompts[::-1], groups=groups[::-1], row_seeds=seeds[::-1]).texts
+    assert backward == forward[::-1]

@@ -122,3 +122,15 @@ def test_openvino_rollouts_where_openvino_is_missing_is_one_line(tiny_lm_dir, mo
     model, tokenizer = load_generator(str(tiny_lm_dir), GREEDY, trainable=True)
     with pytest.raises(HardcseError, match=r"rl.rollout_engine: openvino: OpenVINO is not installed"):
         OpenVINORollouts(model, tokenizer, GREEDY, str(tiny_lm_dir))
+
+
+@openvino
+def test_openvino_rollouts_of_one_prompt_draw_apart(tiny_lm_dir, tmp_path, monkeypatch):
+    # GRPO writes each prompt G times: GenAI gives one seed one stream, so each row needs a seed of its own
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    sampled = GeneratorConfig(dtype="float32", max_new_tokens=6, device="cpu")
+    model, tokenizer = load_generator(str(tiny_lm_dir), sampled, trainable=True)
+    rollouts = OpenVINORollouts(model, tokenizer, sampled, str(tiny_lm_dir))
+    torch.manual_seed(5)
+    texts = rollouts(["the cat"] * 8, [0] * 8, None).texts
+    assert len(set(texts)) > 2

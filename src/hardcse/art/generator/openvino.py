@@ -37,13 +37,14 @@ GenAI keys its blocks by tokens alone, and keys and values computed under one ad
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
 writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX).
-Randomness: GenAI's sampler draws from one stream per call, seeded with ``rng_seed``, so a row's sample depends on
-the rows generated with it (unlike the PyTorch path's stream per row). hardcse seeds each call from the rows' own
-seeds: the same batches give byte-identical texts on every rerun with the same number of processes. A different
-``generator.batch_size`` gives other samples from the same distribution. So can another number of processes, in
-two cases: a batch with a group of one prompt reads the prefix blocks an earlier batch of its process prefilled (a
-rank whose first batch it is computes them inside the row), and a batch whose group shares more than whole prefix
-blocks of another's. Runs that must keep texts across these changes use ``engine=torch``.
+Randomness: GenAI gives each request a random stream of its own, seeded with its ``rng_seed`` (two requests with
+one seed write the same tokens), so hardcse gives every row its own seed: a row's draws do not depend on the rows
+beside it, and the same batches give byte-identical texts on every rerun with the same number of processes. Another
+``generator.openvino_batch_size`` or number of processes can still give other texts through rounding: a batch
+computes its rows together (other shapes, other bfloat16 rounding), a batch with a group of one prompt reads the
+prefix blocks an earlier batch of its process prefilled (a rank whose first batch it is computes them inside the
+row), and a batch whose group shares more than whole prefix blocks of another's. Runs that must keep texts across
+these changes use ``engine=torch``.
 """
 
 from __future__ import annotations
@@ -220,7 +221,8 @@ class OpenVINOGenerator:
         # on 2 cores (benchmarks/results/engine_speed.md)
         scheduler.max_num_batched_tokens = 4096
         # blocks of finished prompts are kept for later prompts; not under a changing adapter (module doc)
-        self.prefix_caching = PREFIX_CACHING and adapter is None
+        self.with_adapter = adapter is not None
+        self.prefix_caching = PREFIX_CACHING and not self.with_adapter
         scheduler.enable_prefix_caching = self.prefix_caching
         properties = openvino_precision(config.dtype)
         if config.dtype == "float32":
@@ -234,6 +236,7 @@ class OpenVINOGenerator:
         self._prefilled: set[tuple[int, ...]] = set()
 
     def _generation_config(self, seed: int, max_new_tokens: int, adapter: Any) -> Any:
+        """One row's sampling settings: ``seed`` seeds its own random stream."""
         import openvino_genai as genai
 
         c = genai.GenerationConfig()
@@ -255,23 +258,29 @@ class OpenVINOGenerator:
     def generate(
         self,
         prompt_ids: Sequence[Sequence[int]],
-        seed: int,
+        seeds: Sequence[int],
         limits: Sequence[int] | None = None,
         groups: Sequence[Hashable] | None = None,
         adapter: Any = None,
     ) -> list[tuple[list[int], bool]]:
         """Per prompt, the written token ids (the stop token included when written) and whether the row spent its
-        budget (``limits``, default ``max_new_tokens``) without a stop token. ``groups``: prompts with the same key
-        share a prefix, prefilled once first (default: all prompts one group). ``adapter``: the LoRA adapter to
-        apply (:func:`lora_adapter`; a generator built with one)."""
+        budget (``limits``, default ``max_new_tokens``) without a stop token. ``seeds``: each row's random stream
+        (below 2**64). ``groups``: prompts with the same key share a prefix, prefilled once first (default: all
+        prompts one group). ``adapter``: the LoRA adapter to apply (:func:`lora_adapter`), which a generator built
+        with one needs at every call (GenAI would otherwise keep the last one)."""
         import openvino as ov
         import openvino_genai as genai
 
+        if len(seeds) != len(prompt_ids):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompt_ids)} prompts")
+        if self.with_adapter and adapter is None:
+            raise ValueError("a generator built with an adapter is given one at every call")
         if self.prefix_caching:
             self._prefill_shared_prefixes(prompt_ids, groups)
         inputs = [ov.Tensor(np.asarray([ids], dtype=np.int64)) for ids in prompt_ids]
         limits = limits if limits is not None else [self.config.max_new_tokens] * len(inputs)
-        results = self.pipeline.generate(inputs, [self._generation_config(seed, n, adapter) for n in limits])
+        configs = [self._generation_config(seed, n, adapter) for seed, n in zip(seeds, limits, strict=True)]
+        results = self.pipeline.generate(inputs, configs)
         out = []
         for result in results:
             ids = list(result.m_generation_ids[0])
@@ -298,7 +307,7 @@ class OpenVINOGenerator:
 def lora_adapter(model: torch.nn.Module) -> Any:
     """The current LoRA weights of ``model`` (a PEFT model) as a GenAI adapter: float32 tensors under PEFT's saved
     names (``...q_proj.lora_A.weight``: GenAI finds the base model's product whose weight name contains the layer's),
-    and alpha = PEFT's scaling (lora_alpha / r): GenAI adds alpha x B A where the file has no alpha tensors."""
+    and alpha = PEFT's scaling (lora_alpha / r, rsLoRA's included): GenAI adds alpha x B A to the layer's output."""
     import openvino as ov
     import openvino_genai as genai
     from peft import get_peft_model_state_dict

@@ -82,7 +82,7 @@ class TextGenerator:
         limits: Sequence[int] | None = None,
     ) -> GeneratedTexts:
         """One response per rendered prompt (``top_k: 1``: greedy). ``groups``: prompts sharing a prefix (computed
-        once); ``row_seeds``: the rows' random streams (PyTorch: one per row; OpenVINO: one per call, seeded from all);
+        once); ``row_seeds``: the rows' random streams (one per row in both engines);
         ``limits``: each row's new-token budget (default: ``max_new_tokens``). Both engines stop a row at the same
         tokens (:mod:`hardcse.art.generator.stopping`)."""
         cached = None
@@ -113,9 +113,11 @@ class TextGenerator:
         limits: Sequence[int] | None,
     ) -> GeneratedTexts:
         ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-        key = "\0".join(str(s) for s in (row_seeds if row_seeds is not None else [self.config.seed]))
-        seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little")
-        rows = self._openvino.generate(ids, seed, limits, groups)
+        from hardcse.art.generator.sampling import row_seed
+
+        # a stream per row: its own seed, or (unseeded rows) the generator's seed and its place in the call
+        seeds = row_seeds if row_seeds is not None else [row_seed(self.config.seed, str(i)) for i in range(len(ids))]
+        rows = self._openvino.generate(ids, seeds, limits, groups)
         eos = set(self._openvino.eos_ids)
         texts = self.tokenizer.batch_decode([[t for t in r if t not in eos] for r, _ in rows], skip_special_tokens=True)
         return GeneratedTexts(texts, [truncated for _, truncated in rows], sum(len(r) for r, _ in rows))

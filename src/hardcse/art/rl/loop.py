@@ -8,12 +8,13 @@ writes each prompt G times, group after group, ``RLConfig.rows_per_prompt``); th
 together.
 
 The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
-in eval mode with dropout off (TRL does the same), so sampling and training compute one policy, and log pi_old comes
-from the very forward the first epoch's update runs over the same rows: before the first update the ratio
-pi / pi_old is exactly 1. Only the generated positions go through the LM head. Under several processes each rank
-samples and optimises its own rollouts and every update averages the gradients. With ``rl.gradient_checkpointing``
-the forwards that build a graph run the decoder in train mode (dropout is off, so the numbers are eval mode's),
-which is when transformers checkpoints its layers.
+in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one policy. log pi_old
+comes from the very forward the first epoch's update runs over the same rows, whoever sampled them (the policy, or
+OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. Only the
+generated positions go through the LM head. Under several processes each rank samples and optimises its own rollouts
+and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph run
+the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers checkpoints
+its layers.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class RLTrainer:
         sampler: Sampler | None = None,
     ) -> None:
         self.model, self.tokenizer, self.generation, self.config = model, tokenizer, generation, config
-        self.sample = sampler or rollout_sampler("torch", model, tokenizer, generation, "")
+        self.sample = sampler or rollout_sampler("torch", model, tokenizer, generation)
         hidden_size = model.get_base_model().config.hidden_size
         self.algorithm = ALGORITHMS[config.algorithm](config, hidden_size, model.device)
         disable_dropout(model)

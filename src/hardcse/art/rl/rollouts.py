@@ -7,12 +7,15 @@ export.
 
 The sampler is then another engine than the policy. Its samples come from the same distribution up to the engines'
 rounding (bfloat16 where the CPU computes it), and the update reads none of its numbers: log pi_old is the policy's
-own forward in every step (:mod:`hardcse.art.rl.loop`), so PPO's ratio starts at exactly 1 here too. This is how
-TRL computes the ratio when vLLM samples. What differs from ``torch`` is which tokens are drawn (another random
-stream, another engine's rounding), not the maths of the update.
+own forward in every step (:mod:`hardcse.art.rl.loop`), so PPO's ratio starts at exactly 1 here too. The samples
+are therefore slightly off-policy (the sampler's rounding is not the policy's), and no correction is made for it:
+TRL, when vLLM samples, also takes the ratio from the trainer's forward, and can in addition reweight by the
+sampler's log-probs (its ``vllm_importance_sampling_correction``), which hardcse does not. What differs from
+``torch`` is which tokens are drawn (another random stream, another engine's rounding), not the maths of the update.
 
-Random stream: the caller seeds torch's global generator before each step; the OpenVINO sampler draws its call's
-seed from it, so a rerun or a resumed step samples the same texts (with the same number of processes).
+Random streams: the caller seeds torch's global generator before each step; the OpenVINO sampler draws a seed per
+row from it (GenAI gives each row a stream of its own), so a rerun or a resumed step samples the same texts (with
+the same number of processes), and GRPO's copies of one prompt draw apart.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from collections.abc import Callable, Hashable, Sequence
 import torch
 from peft import PeftModel
 from peft.tuners.lora import LoraLayer
-from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
@@ -41,11 +43,18 @@ OPENVINO_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_pro
 
 
 def rollout_sampler(
-    engine: str, model: PeftModel, tokenizer: PreTrainedTokenizerBase, generation: GeneratorConfig, base_source: str
+    engine: str,
+    model: PeftModel,
+    tokenizer: PreTrainedTokenizerBase,
+    generation: GeneratorConfig,
+    base_source: str | None = None,
 ) -> Sampler:
-    """The sampler ``engine`` names (``rl.rollout_engine``) for the policy ``model`` over the LM ``base_source``."""
+    """The sampler ``engine`` names (``rl.rollout_engine``) for the policy ``model``; OpenVINO's exports the LM
+    ``base_source`` (the policy's base model)."""
     if engine == "torch":
         return lambda prompts, groups, limits: sample(model, tokenizer, prompts, generation, groups, limits=limits)
+    if base_source is None:
+        raise ValueError("OpenVINO rollouts need the base model's source")
     return OpenVINORollouts(model, tokenizer, generation, base_source)
 
 
@@ -70,9 +79,11 @@ class OpenVINORollouts:
 
     def __call__(self, prompts: Sequence[str], groups: Sequence[Hashable], limits: Sequence[int] | None) -> Samples:
         batch = encode_prompts(self.tokenizer, prompts, groups)  # what the update's forwards continue from
-        ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-        seed = int(torch.randint(2**31 - 1, ()))  # from the step's seeded global stream (module doc)
-        rows = self.generator.generate(ids, seed, limits, adapter=self.lora_adapter(self.model))
+        ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]  # whole prompts, for GenAI
+        # a seed per row (GenAI: one seed, one stream; GRPO's copies of a prompt must draw apart), drawn from the
+        # step's seeded global stream (module doc)
+        seeds = torch.randint(2**62, (len(ids),)).tolist()
+        rows = self.generator.generate(ids, seeds, limits, adapter=self.lora_adapter(self.model))
         written = torch.full((len(rows), max(1, *(len(r) for r, _ in rows))), self.tokenizer.pad_token_id)
         for i, (tokens, _) in enumerate(rows):
             written[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
@@ -81,7 +92,7 @@ class OpenVINORollouts:
         return as_samples(self.tokenizer, batch.to(device), written.to(device), lengths.to(device), truncated)
 
 
-def check_openvino_policy(model: nn.Module) -> None:
+def check_openvino_policy(model: PeftModel) -> None:
     """OpenVINO rollouts need a policy on the CPU whose LoRA adapts only the decoder layers' projections (what
     GenAI applies an adapter to); else a one-line error naming the key."""
     if model.device.type != "cpu":
