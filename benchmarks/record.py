@@ -75,6 +75,12 @@ def header(
     return lines
 
 
+def verdict(difference: dict) -> str:
+    """A difference's word, from its interval as a record stores it (``Interval.to_dict``): "no detectable
+    difference" where the interval holds zero, else "differs"."""
+    return "no detectable difference" if difference["low"] <= 0 <= difference["high"] else "differs"
+
+
 def write_json(name: str, payload: object, results: Path = RESULTS) -> Path:
     """``results/NAME.json``: ``payload`` as indented JSON (UTF-8, ending in a newline)."""
     from hardcse.atomic import write_text_atomic

@@ -132,6 +132,7 @@ def main() -> None:
 def markdown(result: dict) -> list[str]:
     from art_profile import PARTS
     from hardcse.stats import paired_bootstrap
+    from record import verdict
 
     runs = result["runs"]
     lines = [
@@ -159,9 +160,8 @@ def markdown(result: dict) -> list[str]:
         )
         a, b = ([s for r in runs[name] for s in r["steps"]] for name in (default, kept))
         d = paired_bootstrap(a, b)["difference"].to_dict()
-        verdict = "no detectable difference" if d["low"] <= 0 <= d["high"] else "differs"
         lines.append(
-            f"- {engine} rollouts: {d['estimate']:+.2f} s a step [{d['low']:+.2f}, {d['high']:+.2f}] ({verdict}); "
+            f"- {engine} rollouts: {d['estimate']:+.2f} s a step [{d['low']:+.2f}, {d['high']:+.2f}] ({verdict(d)}); "
             f"its {len(runs[default]) + len(runs[kept])} processes wrote {same}."
         )
     lines += [

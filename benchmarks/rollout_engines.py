@@ -110,12 +110,9 @@ def interval(d: dict, signed: bool = True) -> str:
     return f"{d['estimate']:{sign}.3f} [{d['low']:{sign}.3f}, {d['high']:{sign}.3f}]"
 
 
-def verdict(d: dict) -> str:
-    return "no detectable difference" if d["low"] <= 0 <= d["high"] else "differs"
-
-
 def markdown(result: dict) -> list[str]:
     from art_profile import PARTS
+    from record import verdict
 
     lines = [
         "cpu-full's first round of RL (25 PPO steps x 16 rollouts) per rollout engine and seed, the quickstart's "

@@ -95,6 +95,8 @@ def main() -> None:
 
 
 def markdown(result: dict) -> list[str]:
+    from record import verdict
+
     def median(side: str, key: str) -> float:
         return statistics.median(run[key] for run in result["runs"][side])
 
@@ -125,10 +127,9 @@ def markdown(result: dict) -> list[str]:
     ]
     for name, d in result["differences"].items():
         diff = d["difference"]
-        verdict = "no detectable difference" if diff["low"] <= 0 <= diff["high"] else "differs"
         lines.append(
             f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {diff['estimate']:+.3f} "
-            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict}) |"
+            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)}) |"
         )
     lines += [
         "",
