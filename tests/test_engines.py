@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,6 +87,28 @@ def test_a_config_names_an_engine_or_is_refused():
         load_config(TuneConfig, overrides=["generator.openvino_weights=int4"])
     assert engines.openvino_precision("float32") == {"INFERENCE_PRECISION_HINT": "f32"}
     assert engines.openvino_precision("auto") == {}
+
+
+@pytest.mark.parametrize(
+    ("dtype", "native_bf16", "expected"),
+    [("float32", True, "f32"), ("bfloat16", False, "bf16"), ("auto", True, "bf16"), ("auto", False, None)],
+)
+def test_the_key_value_cache_is_kept_in_the_model_precision(monkeypatch, dtype, native_bf16, expected):
+    pytest.importorskip("openvino_genai")
+    import openvino_genai as genai
+
+    from hardcse.art.config import GeneratorConfig
+    from hardcse.art.generator import openvino
+
+    monkeypatch.setattr(openvino, "supports_bfloat16", lambda device: native_bf16)
+    assert openvino.kv_cache_precision(dtype) == expected
+    built = {}
+    monkeypatch.setattr(genai, "ContinuousBatchingPipeline", lambda *args: built.setdefault("args", args))
+    openvino.OpenVINOGenerator(Path("unused"), [0], [0], GeneratorConfig(dtype=dtype))
+    properties = built["args"][3]
+    assert properties.get("KV_CACHE_PRECISION") == expected
+    monkeypatch.setattr(openvino, "KV_CACHE_IN_MODEL_PRECISION", False)  # the benchmark's switch: the default cache
+    assert openvino.kv_cache_precision(dtype) == ("f32" if dtype == "float32" else None)
 
 
 def test_eval_with_openvino_missing_is_one_line_and_writes_nothing(monkeypatch, tmp_path, capsys):

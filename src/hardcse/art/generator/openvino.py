@@ -36,7 +36,8 @@ GenAI keys its blocks by tokens alone, and keys and values computed under one ad
 
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
-writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX).
+writes the PyTorch path's tokens; ``auto`` lets the CPU plugin choose (bfloat16 on CPUs with AVX512-BF16 or AMX),
+and the key/value cache is kept in the model's precision (:func:`kv_cache_precision`).
 Randomness: GenAI gives each request a random stream of its own, seeded with its ``rng_seed`` (two requests with
 one seed write the same tokens), so hardcse gives every row its own seed: a row's draws do not depend on the rows
 beside it, and the same batches give byte-identical texts on every rerun with the same number of processes. Another
@@ -60,6 +61,7 @@ import numpy as np
 import torch
 
 from hardcse.art.config import GeneratorConfig
+from hardcse.devices import supports_bfloat16
 from hardcse.engines import openvino_precision, quiet_tracing
 from hardcse.paths import cache_dir
 
@@ -71,6 +73,9 @@ log = logging.getLogger(__name__)
 # broke (positives 53% unparsed against 15%: the first run of benchmarks/synthesis_prefix.py, commit 704f430)
 CACHE_BLOCK = 32
 PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own process to measure what it gains
+# keys and values cached in the precision the model computes in where that is bfloat16 (kv_cache_precision);
+# benchmarks/synthesis_settings.py turns it off in its own process to measure what it gains
+KV_CACHE_IN_MODEL_PRECISION = True
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
 
@@ -225,8 +230,9 @@ class OpenVINOGenerator:
         self.prefix_caching = PREFIX_CACHING and not self.with_adapter
         scheduler.enable_prefix_caching = self.prefix_caching
         properties = openvino_precision(config.dtype)
-        if config.dtype == "float32":
-            properties["KV_CACHE_PRECISION"] = "f32"
+        kv_precision = kv_cache_precision(config.dtype)
+        if kv_precision is not None:
+            properties["KV_CACHE_PRECISION"] = kv_precision
         if adapter is not None:
             properties["adapters"] = adapter
         self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
@@ -302,6 +308,18 @@ class OpenVINOGenerator:
             greedy.max_new_tokens, greedy.do_sample = 1, False
             inputs = [ov.Tensor(np.asarray([p], dtype=np.int64)) for p in prefixes]
             self.pipeline.generate(inputs, [greedy] * len(inputs))
+
+
+def kv_cache_precision(dtype: str) -> str | None:
+    """The precision of GenAI's key/value cache for ``generator.dtype``: the model's own, f32 under float32 (greedy
+    decoding then writes the PyTorch path's tokens) and bf16 where the model computes in bfloat16 (``bfloat16``, or
+    ``auto`` on a CPU with AVX512-BF16 or AMX). OpenVINO's CPU default stores keys and values in 8 bits, quantised
+    at every token: bf16 wrote 5% more tokens a second on the AMX Xeon (benchmarks/results/synthesis_settings.md).
+    None (OpenVINO's default) for ``auto`` on other CPUs, where bf16 is not native (not measured)."""
+    if dtype == "float32":
+        return "f32"
+    native = dtype == "bfloat16" or supports_bfloat16(torch.device("cpu"))
+    return "bf16" if KV_CACHE_IN_MODEL_PRECISION and native else None
 
 
 def lora_adapter(model: torch.nn.Module) -> Any:

@@ -1,0 +1,172 @@
+"""Synthesis in OpenVINO under GenAI's settings before and after: speed, and what it writes.
+
+    python benchmarks/synthesis_settings.py [--anchors 1024] [--repeats 2]
+
+The sides: ``before`` (256 rows a batch, keys and values cached in OpenVINO's 8-bit default), ``bf16 cache``
+(256 rows, keys and values in bfloat16, the model's precision here) and ``after`` (512 rows, bfloat16 cache: the
+shipped default). The stage is the one a run makes
+(hardcse.art.synthesis.triplets.synthesize: generation, parsing, the reward, the filter) on cpu-full's generator
+settings at its synthesis temperature, the bundled SmolLM2-135M, the first ``--anchors`` training anchors, in
+OpenVINO at the CPU's precision; the judge is the NLI model the quickstart trains (copied from this machine's cache
+when it was trained before). The sides alternate, the order reversed on every other repeat, each a fresh generator.
+
+Per anchor, the first runs of ``before`` and ``after`` are compared on what the stage writes (the measures of
+benchmarks/synthesis_prefix.py), each difference with its 95% paired bootstrap interval over anchors: another
+batch and another cache precision round otherwise, so the samples differ and the question is whether their
+distribution does. Each run is a process of its own, whose peak resident memory is recorded.
+
+Writes benchmarks/results/synthesis_settings.{md,json}. Run it alone on the machine: it times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+# side -> (openvino_batch_size, keys and values in the model's precision)
+SIDES = {"before": (256, False), "bf16 cache": (256, True), "after": (512, True)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--anchors", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
+    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # one run, in a process of its own
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        return run_side(args.side, args.anchors, args.out)
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.generator.openvino import export_generator
+    from hardcse.config import load_config
+    from hardcse.data.jsonl import read_jsonl
+    from hardcse.stats import paired_bootstrap
+    from record import write_record
+    from synthesis_prefix import MEASURES
+
+    generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
+    export_generator(generator.model, generator)  # once, before any side: no side pays the export
+    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
+    records = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            order = list(SIDES) if repeat % 2 == 0 else list(reversed(SIDES))
+            for side in order:
+                out = Path(tmp) / f"{side}-{repeat}"
+                command = [sys.executable, __file__, "--side", side, "--anchors", str(args.anchors), "--out", str(out)]
+                subprocess.run(command, check=True)
+                runs[side].append(json.loads((out / "run.json").read_text()))
+                print(side, repeat, json.dumps(runs[side][-1]), flush=True)
+                if repeat == 0:
+                    records[side] = read_jsonl(out / "synthetic.jsonl")
+        anchors = len(records["before"])
+    differences = {}
+    for name, measure in MEASURES.items():
+        before, after = (np.array([measure(r) for r in records[side]], dtype=float) for side in ("before", "after"))
+        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(before, after).items()}
+    result = {"anchors": anchors, "repeats": args.repeats, "sides": SIDES, "runs": runs}
+    result["differences"] = differences
+    print(
+        write_record(
+            "synthesis_settings", "Synthesis under GenAI's settings, before and after", markdown(result), result
+        )
+    )
+
+
+def run_side(side: str, n_anchors: int, out: Path) -> None:
+    """One run of ``side``'s stage into ``out`` (synthetic.jsonl, and run.json: the stage's report and this
+    process's peak resident memory)."""
+    import dataclasses
+    import resource
+
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.generator import openvino
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.triplets import synthesize
+    from hardcse.config import load_config
+    from hardcse.discriminator.kept import train_or_copy
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.engines import Engine
+
+    config = load_config(ArtRunConfig, "configs/cpu-full.yaml", [])
+    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
+    rows, in_model_precision = SIDES[side]
+    openvino.KV_CACHE_IN_MODEL_PRECISION = in_model_precision  # this process only
+    generation = dataclasses.replace(
+        config.generator, sampling_temperature=config.synthesis_temperature, openvino_batch_size=rows
+    )
+    anchors = split_anchors(config.anchors).train[:n_anchors]
+    engine = Engine("openvino")
+    with tempfile.TemporaryDirectory() as tmp:
+        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
+        reward = Reward(
+            NLIDiscriminator.load(str(Path(tmp) / "nli")), load_encoder(config.encoder), config.reward, engine
+        )
+        report = synthesize(config.generator.model, anchors, generation, reward, config.filter, out, engine=engine)
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
+    (out / "run.json").write_text(json.dumps({**report.to_dict(), "peak_rss_gb": round(peak_gb, 2)}))
+
+
+def markdown(result: dict) -> list[str]:
+    from record import verdict
+
+    sides = result["runs"]
+
+    def median(side: str, key: str) -> float:
+        return statistics.median(run[key] for run in sides[side])
+
+    speed = {side: median(side, "tokens_per_second") for side in sides}
+    seconds = {side: median(side, "seconds") for side in sides}
+    kept_per_minute = {side: statistics.median(60 * r["kept"] / r["seconds"] for r in sides[side]) for side in sides}
+    peak = {side: max(r["peak_rss_gb"] for r in sides[side]) for side in sides}
+    lines = [
+        f"{result['anchors']} anchors, a positive and a negative each, cpu-full's generator settings (OpenVINO, the "
+        f"CPU's precision); {result['repeats']} runs a side, alternating; medians.",
+        "",
+        "| side | rows a batch | key/value cache | stage seconds | generated tokens/s (whole stage) | x before "
+        "| kept triplets a minute | peak memory (GB) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+        *(
+            f"| {side} | {result['sides'][side][0]} | "
+            f"{'the model precision (bf16)' if result['sides'][side][1] else 'OpenVINO default (8-bit)'} | "
+            f"{seconds[side]:.1f} | {speed[side]:.0f} | {speed[side] / speed['before']:.2f} | "
+            f"{kept_per_minute[side]:.1f} | {peak[side]:.1f} |"
+            for side in sides
+        ),
+        "",
+        "Tokens a second count the stage's whole time (generation, parsing, the reward, the filter), as a run's "
+        "synthesis.json does. Peak memory: the largest peak resident set of the side's processes (models, the "
+        "reward's encoder and judge included).",
+        "",
+        "What the stage writes, per anchor (first run of before and after; 95% paired bootstrap intervals over "
+        "anchors):",
+        "",
+        "| measure | before | after | after - before |",
+        "|---|---:|---:|---|",
+    ]
+    for name, d in result["differences"].items():
+        diff = d["difference"]
+        lines.append(
+            f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {diff['estimate']:+.3f} "
+            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)}) |"
+        )
+    lines += [
+        "",
+        "The judge is the quickstart's discriminator (8,000 NLI pairs, 56% dev accuracy: "
+        "[discriminator_sizes.md](discriminator_sizes.md)), so the kept fraction is this judge's, not cpu-full's.",
+        "",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    main()
