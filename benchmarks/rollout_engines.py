@@ -8,13 +8,15 @@ LoRA adapter) and seed: cpu-full's first round of RL (25 PPO steps x 16 rollouts
 bundled SmolLM2-135M and MiniLM), rewarded by the NLI model the quickstart trains (copied from this machine's cache
 when trained before: hardcse/discriminator/kept.py), then the held-out comparison a run makes (cpu-full's first
 ``--anchors`` held-out anchors, the raw and the tuned generator at the synthesis temperature, in OpenVINO;
-hardcse/art/synthesis/heldout.py). The process keeps freed memory (rl_step_settings.py's allocator setting, which
-made no detectable difference to an RL step).
+hardcse/art/synthesis/heldout.py).
 
 Reported per engine: the RL step's median seconds and parts, the held-out tuned - raw reward and kept fraction
 with their paired intervals (what a run's report says), and per anchor, openvino - torch on what the tuned
 generators write (reward, kept, parse failures, answer lengths), each with its 95% paired bootstrap interval over
-anchors. One seed a side measures one tuning each: the interval covers the anchors, not the spread between tunings.
+anchors. One seed a side measures one tuning each: those intervals cover the anchors, not the spread between
+tunings. With several seeds the record adds, per seed, OpenVINO - PyTorch on the held-out tuned - raw reward and
+kept fraction, and their mean over seeds with a t interval over seeds (the seed is the unit: each tuning counts
+once).
 
 Writes benchmarks/results/rollout_engines.{md,json}. Run it alone on the machine: it times.
 """
@@ -36,9 +38,6 @@ def main() -> None:
     parser.add_argument("--anchors", type=int, default=300, help="held-out anchors each tuned generator writes for")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42], help="RL seeds, each run with both engines")
     args = parser.parse_args()
-    from rl_step_settings import keep_freed_memory
-
-    keep_freed_memory()  # as when this record was made (no detectable difference to an RL step: rl_step_settings.md)
     from art_profile import PARTS, median_seconds
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.rl.tuning import tune_generator
@@ -117,8 +116,7 @@ def markdown(result: dict) -> list[str]:
     lines = [
         "cpu-full's first round of RL (25 PPO steps x 16 rollouts) per rollout engine and seed, the quickstart's "
         f"discriminator rewarding; then both tuned generators and the raw one on the first {result['anchors']} "
-        "held-out anchors (OpenVINO, the CPU's precision). The process kept freed memory (rl_step_settings.py's "
-        "allocator setting: no detectable difference to an RL step, [rl_step_settings.md](rl_step_settings.md)).",
+        "held-out anchors (OpenVINO, the CPU's precision).",
         "",
         "| rollouts | seed | RL step s | " + " | ".join(PARTS) + " | response tokens | reward, last 5 steps "
         "| held-out reward, tuned - raw | held-out kept, tuned - raw |",
@@ -145,11 +143,46 @@ def markdown(result: dict) -> list[str]:
             )
     lines += [
         "",
-        "One tuning a side and seed: the intervals are over held-out anchors, not over tunings, so they do not "
+        "One tuning a side and seed: the intervals above are over held-out anchors, not over tunings, so they do not "
         "cover how much two tunings with the same engine differ.",
         "",
     ]
+    if len(result["seeds"]) > 1:
+        lines += over_seeds(result)
     return lines
+
+
+def over_seeds(result: dict) -> list[str]:
+    """OpenVINO - PyTorch per seed on the held-out tuned - raw estimates, and the mean over seeds with its 95% t
+    interval (the seed the unit)."""
+    from scipy import stats
+
+    from record import verdict
+
+    runs, seeds = result["runs"], result["seeds"]
+    measures = {
+        "RL step seconds": lambda run: run["step_seconds"],
+        "held-out reward, tuned - raw": lambda run: run["heldout"]["reward"]["difference"]["estimate"],
+        "held-out kept, tuned - raw": lambda run: run["heldout"]["kept"]["difference"]["estimate"],
+    }
+    lines = [
+        f"Over the {len(seeds)} seeds (OpenVINO - PyTorch per seed; the mean with its 95% t interval over seeds):",
+        "",
+        "| measure | PyTorch, mean | OpenVINO, mean | "
+        + " | ".join(f"seed {s}" for s in seeds)
+        + " | mean difference |",
+        "|---|---:|---:|" + "---:|" * len(seeds) + "---|",
+    ]
+    for name, measure in measures.items():
+        torch_values = np.array([measure(runs[f"torch-{s}"]) for s in seeds])
+        openvino_values = np.array([measure(runs[f"openvino-{s}"]) for s in seeds])
+        d = openvino_values - torch_values
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        diff = {"estimate": float(d.mean()), "low": float(d.mean() - half), "high": float(d.mean() + half)}
+        mean = ".2f" if name == "RL step seconds" else "+.3f"
+        cells = [f"{torch_values.mean():{mean}}", f"{openvino_values.mean():{mean}}", *(f"{x:+.3f}" for x in d)]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {interval(diff)} ({verdict(diff)}) |")
+    return lines + [""]
 
 
 if __name__ == "__main__":

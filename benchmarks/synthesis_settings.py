@@ -3,14 +3,14 @@
     python benchmarks/synthesis_settings.py [--anchors 1024] [--repeats 2]
 
 The sides: ``before`` (256 rows a batch, keys and values cached in OpenVINO's 8-bit default), ``bf16 cache``
-(256 rows, keys and values in bfloat16, the model's precision here) and ``after`` (512 rows, bfloat16 cache: the
-shipped default). The stage is the one a run makes
+(256 rows, keys and values in bfloat16, the model's precision here: what hardcse does) and ``512 rows`` (512 rows,
+bfloat16 cache). The stage is the one a run makes
 (hardcse.art.synthesis.triplets.synthesize: generation, parsing, the reward, the filter) on cpu-full's generator
 settings at its synthesis temperature, the bundled SmolLM2-135M, the first ``--anchors`` training anchors, in
 OpenVINO at the CPU's precision; the judge is the NLI model the quickstart trains (copied from this machine's cache
 when it was trained before). The sides alternate, the order reversed on every other repeat, each a fresh generator.
 
-Per anchor, the first runs of ``before`` and ``after`` are compared on what the stage writes (the measures of
+Per anchor, each side's first run is compared with ``before``'s on what the stage writes (the measures of
 benchmarks/synthesis_prefix.py), each difference with its 95% paired bootstrap interval over anchors: another
 batch and another cache precision round otherwise, so the samples differ and the question is whether their
 distribution does. Each run is a process of its own, whose peak resident memory is recorded.
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 # side -> (openvino_batch_size, keys and values in the model's precision)
-SIDES = {"before": (256, False), "bf16 cache": (256, True), "after": (512, True)}
+SIDES = {"before": (256, False), "bf16 cache": (256, True), "512 rows": (512, True)}
 
 
 def main() -> None:
@@ -67,10 +67,11 @@ def main() -> None:
                 if repeat == 0:
                     records[side] = read_jsonl(out / "synthetic.jsonl")
         anchors = len(records["before"])
-    differences = {}
-    for name, measure in MEASURES.items():
-        before, after = (np.array([measure(r) for r in records[side]], dtype=float) for side in ("before", "after"))
-        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(before, after).items()}
+    differences: dict[str, dict] = {side: {} for side in SIDES if side != "before"}
+    for side, by_measure in differences.items():
+        for name, measure in MEASURES.items():
+            before, after = (np.array([measure(r) for r in records[s]], dtype=float) for s in ("before", side))
+            by_measure[name] = {k: v.to_dict() for k, v in paired_bootstrap(before, after).items()}
     result = {"anchors": anchors, "repeats": args.repeats, "sides": SIDES, "runs": runs}
     result["differences"] = differences
     print(
@@ -147,18 +148,19 @@ def markdown(result: dict) -> list[str]:
         "synthesis.json does. Peak memory: the largest peak resident set of the side's processes (models, the "
         "reward's encoder and judge included).",
         "",
-        "What the stage writes, per anchor (first run of before and after; 95% paired bootstrap intervals over "
-        "anchors):",
+        "What the stage writes, per anchor (each side's first run against before's; 95% paired bootstrap intervals "
+        "over anchors):",
         "",
-        "| measure | before | after | after - before |",
-        "|---|---:|---:|---|",
+        "| measure | before | " + " | ".join(f"{side} - before" for side in result["differences"]) + " |",
+        "|---|---:|" + "---|" * len(result["differences"]),
     ]
-    for name, d in result["differences"].items():
-        diff = d["difference"]
-        lines.append(
-            f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {diff['estimate']:+.3f} "
-            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)}) |"
-        )
+    first = next(iter(result["differences"].values()))
+    for name in first:
+        cells = [f"{first[name]['a']['estimate']:.3f}"]
+        for by_measure in result["differences"].values():
+            diff = by_measure[name]["difference"]
+            cells.append(f"{diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "The judge is the quickstart's discriminator (8,000 NLI pairs, 56% dev accuracy: "

@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from sentence_transformers.cross_encoder import CrossEncoder
 
 from hardcse.config import load_config
@@ -72,3 +73,31 @@ def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
     assert a == pytest.approx(reloaded.predict_proba(["A man sleeps."], ["A man rests."]), abs=1e-6)
     results = evaluate_nli(reloaded, {"small": str(small)})
     assert results["small"]["n"] == 2 and 0 <= results["small"]["accuracy"] <= 100
+
+
+def test_bfloat16_training_runs_under_autocast_and_saves_float32_weights(tiny_bert_dir, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from hardcse import training
+    from hardcse.discriminator.train import train_nli
+
+    small = tmp_path / "small.tsv"
+    small.write_text(
+        "premise\thypothesis\tlabel\nA man sleeps.\tA man rests.\tentailment\nA cat.\tA dog.\tcontradiction\n"
+    )
+    base = [f"base_model={tiny_bert_dir}", "training.batch_size=2", "training.eval_steps=100", f"dev_files=[{small}]"]
+    base += [f"train_files=[{small}]", "training.epochs=3"]
+    weights = {}
+    for dtype in ("float32", "bfloat16"):
+        train_nli(load_config(NLITrainConfig, overrides=[*base, f"training.dtype={dtype}"]), tmp_path / dtype)
+        weights[dtype] = load_file(str(tmp_path / dtype / "model.safetensors"))
+    assert all(w.dtype == torch.float32 for w in weights["bfloat16"].values())  # mixed precision: float32 weights
+    moved = [k for k in weights["float32"] if not torch.equal(weights["float32"][k], weights["bfloat16"][k])]
+    assert moved  # the steps ran in bfloat16: other numbers than float32's
+
+    settings = load_config(NLITrainConfig, overrides=["training.dtype=auto"]).training
+    for native in (True, False):  # auto: bfloat16 only where the device computes it natively
+        monkeypatch.setattr(training, "supports_bfloat16", lambda device, native=native: native)
+        assert training.trainer_arguments(tmp_path, settings, None)["bf16"] is native
+    with pytest.raises(HardcseError, match="override training.dtype=float16: .float16. is not one of"):
+        load_config(NLITrainConfig, overrides=["training.dtype=float16"])

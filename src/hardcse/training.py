@@ -29,8 +29,8 @@ from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from hardcse.atomic import write_json_atomic
-from hardcse.config import Checked, ConfigValueError, check_nonnegative, check_positive, check_range
-from hardcse.devices import check_device, resolve_device
+from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
+from hardcse.devices import check_device, resolve_device, supports_bfloat16
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
 from hardcse.tracking.run import active
 
@@ -54,6 +54,11 @@ class TrainingSettings(Checked):
     # auto | cpu | cuda | cuda:0 (hardcse/devices.py). One training process trains on one GPU, the first visible
     # one (transformers' Trainer): pick another with CUDA_VISIBLE_DEVICES.
     device: str = "auto"
+    # float32 | bfloat16 | auto. bfloat16: mixed precision (the Trainer's autocast; weights, gradients and the
+    # optimizer stay float32); auto: bfloat16 where the device computes it natively (a CPU with AVX512-BF16 or AMX,
+    # a GPU from Ampere on), else float32. float32 reproduces every run made before this key
+    # (benchmarks/results/training_precision.md).
+    dtype: str = "float32"
 
     def check(self) -> None:
         for key in ("batch_size", "learning_rate", "max_seq_length", "eval_steps"):
@@ -61,6 +66,7 @@ class TrainingSettings(Checked):
         check_nonnegative("epochs", self.epochs)
         check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0)
         check_device("device", self.device)
+        check_choice("dtype", self.dtype, ("float32", "bfloat16", "auto"))
         if self.device.startswith("cuda:") and self.device != "cuda:0":
             raise ConfigValueError(
                 "device",
@@ -172,6 +178,7 @@ def sliced_batches(trainer_cls: type) -> type:
 def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str | None) -> dict:
     """Training-argument values of every hardcse job: seeded, offline and quiet; with a ``metric``, evaluate every
     ``eval_steps`` steps and keep the best checkpoint."""
+    device = resolve_device(settings.device, "training.device")
     common = {
         "output_dir": str(output_dir),
         "num_train_epochs": settings.epochs,
@@ -191,7 +198,8 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "ddp_find_unused_parameters": False,
         "ddp_static_graph": True,
         # auto on a machine without a GPU is the CPU too: under a launcher the trainer's process group is then gloo
-        "use_cpu": resolve_device(settings.device, "training.device").type == "cpu",
+        "use_cpu": device.type == "cpu",
+        "bf16": settings.dtype == "bfloat16" or (settings.dtype == "auto" and supports_bfloat16(device)),
     }
     if metric is None:
         return common | {"save_strategy": "no", "eval_strategy": "no"}
