@@ -14,9 +14,10 @@ Reported per engine: the RL step's median seconds and parts, the held-out tuned 
 with their paired intervals (what a run's report says), and per anchor, openvino - torch on what the tuned
 generators write (reward, kept, parse failures, answer lengths), each with its 95% paired bootstrap interval over
 anchors. One seed a side measures one tuning each: those intervals cover the anchors, not the spread between
-tunings. With several seeds the record adds, per seed, OpenVINO - PyTorch on the held-out tuned - raw reward and
-kept fraction, and their mean over seeds with a t interval over seeds (the seed is the unit: each tuning counts
-once).
+tunings. With several seeds the record adds, per seed, OpenVINO - PyTorch on the RL step's seconds and on the
+held-out tuned - raw reward and kept fraction, and their mean over seeds with a t interval over seeds (the seed is
+the unit: each tuning counts once). Every seed runs PyTorch's rollouts first, so a drift of the machine during a
+seed would fall on the timing difference.
 
 Writes benchmarks/results/rollout_engines.{md,json}. Run it alone on the machine: it times.
 """

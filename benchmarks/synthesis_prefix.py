@@ -43,33 +43,15 @@ def main() -> None:
     parser.add_argument("--anchors", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
     args = parser.parse_args()
-    import dataclasses
-
-    from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator import openvino
-    from hardcse.art.reward.dual import Reward
-    from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.triplets import synthesize
-    from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.discriminator.kept import train_or_copy
-    from hardcse.discriminator.nli import NLIDiscriminator
-    from hardcse.encoder.build import load_encoder
-    from hardcse.engines import Engine
     from hardcse.stats import paired_bootstrap
     from record import write_record
 
-    config = load_config(ArtRunConfig, "configs/cpu-full.yaml", [])
-    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
-    generation = dataclasses.replace(config.generator, sampling_temperature=config.synthesis_temperature)
-    anchors = split_anchors(config.anchors).train[: args.anchors]
-    engine = Engine("openvino")
     runs: dict[str, list[dict]] = {side: [] for side in SIDES}
     with tempfile.TemporaryDirectory() as tmp:
-        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
-        reward = Reward(
-            NLIDiscriminator.load(str(Path(tmp) / "nli")), load_encoder(config.encoder), config.reward, engine
-        )
+        config, generation, anchors, reward, engine = stage_inputs(args.anchors, Path(tmp) / "nli")
         records = {}
         for repeat in range(args.repeats):
             for side, on in SIDES.items():
@@ -92,6 +74,31 @@ def main() -> None:
             "synthesis_prefix", "Synthesis with the shared prompt prefix prefilled once", markdown(result), result
         )
     )
+
+
+def stage_inputs(n_anchors: int, nli_dir: Path) -> tuple:
+    """What the synthesis benchmarks give the stage: cpu-full's config, its generator settings at its synthesis
+    temperature, the first ``n_anchors`` training anchors, the reward (the quickstart's discriminator, trained into
+    or copied to ``nli_dir`` from this machine's cache; the bundled MiniLM) and the OpenVINO engine."""
+    import dataclasses
+
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.reward.dual import Reward
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.config import load_config
+    from hardcse.discriminator.kept import train_or_copy
+    from hardcse.discriminator.nli import NLIDiscriminator
+    from hardcse.encoder.build import load_encoder
+    from hardcse.engines import Engine
+
+    config = load_config(ArtRunConfig, "configs/cpu-full.yaml", [])
+    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
+    generation = dataclasses.replace(config.generator, sampling_temperature=config.synthesis_temperature)
+    anchors = split_anchors(config.anchors).train[:n_anchors]
+    engine = Engine("openvino")
+    train_or_copy(quickstart.discriminator_training, nli_dir)
+    reward = Reward(NLIDiscriminator.load(str(nli_dir)), load_encoder(config.encoder), config.reward, engine)
+    return config, generation, anchors, reward, engine
 
 
 def markdown(result: dict) -> list[str]:

@@ -7,8 +7,8 @@ float32), the NLI model the quickstart trains in its run (configs/quickstart.yam
 8,000 pairs) is trained from nothing into a temporary folder. Reported: steps, seconds, seconds a step, and the
 accuracy on the 2,000 dev pairs, each pair predicted by the saved model in float32 (the model a run then loads).
 bfloat16 - float32 per seed with its 95% paired bootstrap interval over dev pairs (same seed, same pairs, same
-order), and the mean over seeds. Writes benchmarks/results/training_precision.{md,json}. Run it alone on the
-machine: it times.
+order), and the mean training time of each precision. Writes benchmarks/results/training_precision.{md,json}.
+Run it alone on the machine: it times.
 """
 
 from __future__ import annotations
