@@ -288,9 +288,8 @@ def main() -> None:
 
     from art_speed import random_discriminator  # the same stand-in discriminator as the speed record's
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.generator.model import generator_dtype
     from hardcse.config import load_config
-    from hardcse.devices import resolve_device
+    from hardcse.devices import resolve_device, resolve_dtype
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.resources import resolve_model
     from record import write_record
@@ -328,7 +327,7 @@ def main() -> None:
         "parameters": parameters,
         "rollouts": config.rl.batch_size,
         "minibatch": config.rl.minibatch_size,
-        "generator_dtype": str(generator_dtype(config.generator.dtype, resolve_device("auto"))).removeprefix("torch."),
+        "generator_dtype": str(resolve_dtype(config.generator.dtype, resolve_device("auto"))).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
     }
     name = f"art_profile_{args.tag}" if args.tag else "art_profile"

@@ -57,10 +57,9 @@ def measure(tree: Path, work: Path, anchors: int, steps: int, algorithm: str, ba
     discriminator = NLIDiscriminator.load(str(work / "nli"))
     result: dict = {"torch_threads": torch.get_num_threads()}
     if new_api:
-        from hardcse.art.generator.model import generator_dtype
-        from hardcse.devices import resolve_device
+        from hardcse.devices import resolve_device, resolve_dtype
 
-        dtype = generator_dtype(config.generator.dtype, resolve_device(config.generator.device))
+        dtype = resolve_dtype(config.generator.dtype, resolve_device(config.generator.device))
         result["generator_dtype"] = str(dtype).removeprefix("torch.")
     if algorithm == "ppo":  # synthesis does not depend on the RL algorithm: measured once per side
         reward = Reward(discriminator, load_encoder(config.encoder), config.reward)

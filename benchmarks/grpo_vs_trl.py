@@ -36,12 +36,12 @@ def main() -> None:
 
     from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.generator.model import generator_dtype, load_tokenizer
+    from hardcse.art.generator.model import load_tokenizer
     from hardcse.art.generator.prompts import render_prompts
     from hardcse.art.reward.dual import Reward
     from hardcse.art.rl.tuning import ArtScore, step_prompts, tune_generator
     from hardcse.config import load_config
-    from hardcse.devices import resolve_device
+    from hardcse.devices import resolve_device, resolve_dtype
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
     from hardcse.resources import resolve_model
@@ -52,7 +52,7 @@ def main() -> None:
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
     overrides += [f"rl.steps={steps}", f"rl.save_every={steps}", "rl.learning_rate=5e-4", "rl.grpo_beta=0.04"]
     config = load_config(ArtRunConfig, "configs/quickstart.yaml", overrides)
-    dtype = generator_dtype(config.generator.dtype, resolve_device(config.generator.device))
+    dtype = resolve_dtype(config.generator.dtype, resolve_device(config.generator.device))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         random_discriminator(tmp / "nli")

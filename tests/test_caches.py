@@ -405,6 +405,7 @@ def test_a_discriminator_trained_in_a_run_is_kept_and_its_key_follows_what_decid
     assert key(config(train_file=renamed)) == base  # the same pairs under another name
     assert key(config("report_to=[]")) == base  # how a run is watched
     assert key(config("training.learning_rate=1e-4")) != base
+    assert key(config("training.dtype=bfloat16")) != base
     assert key(config("max_examples=6")) != base
     assert key(config("length_grouped=false")) != base
     train.write_text(train.read_text().replace("A man rests.", "A man naps."))  # a training pair changed

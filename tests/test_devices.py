@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from hardcse.art.config import GeneratorConfig, TuneConfig
-from hardcse.art.generator.model import generator_dtype, load_generator
+from hardcse.art.generator.model import load_generator
 from hardcse.config import ConfigValueError
-from hardcse.devices import check_config_devices, resolve_device
+from hardcse.devices import check_config_devices, resolve_device, resolve_dtype
 from hardcse.errors import HardcseError
 from hardcse.training import TrainingSettings
 
@@ -61,13 +61,13 @@ def test_without_a_gpu_auto_is_the_cpu_and_a_named_gpu_is_refused(monkeypatch):
 
 def test_auto_dtype_is_bfloat16_only_where_the_device_computes_it(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (8, 0))  # an A100
-    assert generator_dtype("auto", torch.device("cuda", 0)) == torch.bfloat16
+    assert resolve_dtype("auto", torch.device("cuda", 0)) == torch.bfloat16
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (7, 0))  # a V100: emulated bf16 only
-    assert generator_dtype("auto", torch.device("cuda", 0)) == torch.float32
-    assert generator_dtype("float32", torch.device("cuda", 0)) == torch.float32
+    assert resolve_dtype("auto", torch.device("cuda", 0)) == torch.float32
+    assert resolve_dtype("float32", torch.device("cuda", 0)) == torch.float32
     for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
         monkeypatch.setattr(torch.cpu, name, lambda: False)
-    assert generator_dtype("auto", torch.device("cpu")) == torch.float32
+    assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
 
 
 def test_the_generator_loads_on_its_device_with_lora_in_float32(tiny_lm_dir):

@@ -78,7 +78,7 @@ def test_train_save_load_evaluate(tiny_bert_dir, tmp_path):
 def test_bfloat16_training_runs_under_autocast_and_saves_float32_weights(tiny_bert_dir, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from hardcse import training
+    from hardcse import devices, training
     from hardcse.discriminator.train import train_nli
 
     small = tmp_path / "small.tsv"
@@ -89,15 +89,19 @@ def test_bfloat16_training_runs_under_autocast_and_saves_float32_weights(tiny_be
     base += [f"train_files=[{small}]", "training.epochs=3"]
     weights = {}
     for dtype in ("float32", "bfloat16"):
-        train_nli(load_config(NLITrainConfig, overrides=[*base, f"training.dtype={dtype}"]), tmp_path / dtype)
+        trained = train_nli(load_config(NLITrainConfig, overrides=[*base, f"training.dtype={dtype}"]), tmp_path / dtype)
         weights[dtype] = load_file(str(tmp_path / dtype / "model.safetensors"))
+        # the model handed back computes what the saved one does once loaded: no autocast left on its forward
+        pair = (["A man sleeps.", "A cat."], ["A man rests.", "A dog."])
+        loaded = NLIDiscriminator.load(str(tmp_path / dtype)).predict_proba(*pair)
+        np.testing.assert_allclose(trained.predict_proba(*pair), loaded, atol=1e-6)
     assert all(w.dtype == torch.float32 for w in weights["bfloat16"].values())  # mixed precision: float32 weights
     moved = [k for k in weights["float32"] if not torch.equal(weights["float32"][k], weights["bfloat16"][k])]
     assert moved  # the steps ran in bfloat16: other numbers than float32's
 
     settings = load_config(NLITrainConfig, overrides=["training.dtype=auto"]).training
     for native in (True, False):  # auto: bfloat16 only where the device computes it natively
-        monkeypatch.setattr(training, "supports_bfloat16", lambda device, native=native: native)
+        monkeypatch.setattr(devices, "supports_bfloat16", lambda device, native=native: native)
         assert training.trainer_arguments(tmp_path, settings, None)["bf16"] is native
     with pytest.raises(HardcseError, match="override training.dtype=float16: .float16. is not one of"):
         load_config(NLITrainConfig, overrides=["training.dtype=float16"])

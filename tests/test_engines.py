@@ -91,7 +91,13 @@ def test_a_config_names_an_engine_or_is_refused():
 
 @pytest.mark.parametrize(
     ("dtype", "native_bf16", "expected"),
-    [("float32", True, "f32"), ("bfloat16", False, "bf16"), ("auto", True, "bf16"), ("auto", False, None)],
+    [
+        ("float32", True, "f32"),
+        ("bfloat16", True, "bf16"),
+        ("bfloat16", False, None),
+        ("auto", True, "bf16"),
+        ("auto", False, None),
+    ],
 )
 def test_the_key_value_cache_is_kept_in_the_model_precision(monkeypatch, dtype, native_bf16, expected):
     pytest.importorskip("openvino_genai")

@@ -61,3 +61,13 @@ def supports_bfloat16(device: torch.device) -> bool:
     if device.type == "cuda":  # Ampere and later; older GPUs only emulate it (is_bf16_supported says yes)
         return torch.cuda.get_device_capability(device)[0] >= 8
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The dtype a ``dtype`` key names (``generator.dtype``, ``training.dtype``): float32, bfloat16, or for "auto"
+    bfloat16 where ``device`` computes it natively (:func:`supports_bfloat16`), else float32."""
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if supports_bfloat16(device) else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]

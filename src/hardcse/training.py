@@ -24,13 +24,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import torch
 from datasets import Dataset
 from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
-from hardcse.devices import check_device, resolve_device, supports_bfloat16
+from hardcse.devices import check_device, resolve_device, resolve_dtype
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
 from hardcse.tracking.run import active
 
@@ -199,7 +200,7 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "ddp_static_graph": True,
         # auto on a machine without a GPU is the CPU too: under a launcher the trainer's process group is then gloo
         "use_cpu": device.type == "cpu",
-        "bf16": settings.dtype == "bfloat16" or (settings.dtype == "auto" and supports_bfloat16(device)),
+        "bf16": resolve_dtype(settings.dtype, device) == torch.bfloat16,
     }
     if metric is None:
         return common | {"save_strategy": "no", "eval_strategy": "no"}
@@ -300,6 +301,9 @@ def run_training_job(
 
                 loss.load_state_dict(load_file(str(Path(last) / LOSS_STATE)), strict=False)
         trainer.train(resume_from_checkpoint=last)
+    # bfloat16 (training.dtype): accelerate wrapped the model's forward in autocast; every later use of the model
+    # (before_save, the caller's evaluation) computes in float32, as the saved model does when it is loaded
+    trainer.accelerator.unwrap_model(model, keep_fp32_wrapper=False)
 
     history = [e for e in trainer.state.log_history if metric in e]
     best = max(history, key=lambda e: e[metric]) if history else None

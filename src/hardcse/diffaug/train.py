@@ -67,7 +67,8 @@ def starting_model(config: DiffAugConfig) -> SentenceTransformer:
 
 
 def stage1_settings(config: DiffAugConfig) -> TrainingSettings:
-    """Stage 1's steps, batch and rates as training settings (seed and length from ``config.training``)."""
+    """Stage 1's steps, batch and rates as training settings (seed from ``config.seed``; length, device and dtype
+    from ``config.training``)."""
     stage1 = config.stage1
     return TrainingSettings(
         max_steps=stage1.steps,
@@ -77,6 +78,8 @@ def stage1_settings(config: DiffAugConfig) -> TrainingSettings:
         max_seq_length=config.training.max_seq_length,
         eval_steps=stage1.diagnostics_every,  # sets the logging interval; stage 1 has no dev evaluation
         seed=config.seed,
+        device=config.training.device,
+        dtype=config.training.dtype,
     )
 
 

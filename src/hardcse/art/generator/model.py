@@ -10,12 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.devices import resolve_device, supports_bfloat16
+from hardcse.devices import resolve_device, resolve_dtype
 from hardcse.errors import loading
 from hardcse.fingerprint import files_digest
 from hardcse.resources import resolve_model
@@ -29,13 +28,6 @@ def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
-
-
-def generator_dtype(name: str, device: torch.device) -> torch.dtype:
-    """The weights' dtype for a ``GeneratorConfig.dtype`` name; "auto" asks the device (bfloat16 where native)."""
-    if name == "auto":
-        return torch.bfloat16 if supports_bfloat16(device) else torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
 
 
 def is_generator_folder(source: str) -> bool:
@@ -69,7 +61,7 @@ def load_generator(
     base_path = resolve_model(base_source)
     device = resolve_device(config.device, "generator.device")
     with loading(f"generator {base_source} (a causal language model)", base_path):
-        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=generator_dtype(config.dtype, device))
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype=resolve_dtype(config.dtype, device))
         tokenizer = load_tokenizer(base_path)
     if adapter_dir is not None:
         with loading(f"generator adapter {adapter_dir}", adapter_dir):
