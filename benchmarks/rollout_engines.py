@@ -14,7 +14,8 @@ Reported per engine: the RL step's median seconds and parts, the held-out tuned 
 with their paired intervals (what a run's report says), and per anchor, openvino - torch on what the tuned
 generators write (reward, kept, parse failures, answer lengths), each with its 95% paired bootstrap interval over
 anchors. One seed a side measures one tuning each: those intervals cover the anchors, not the spread between
-tunings. With several seeds the record adds, per seed, OpenVINO - PyTorch on the RL step's seconds and on the
+tunings. With several seeds the record adds, per seed, OpenVINO - PyTorch on the RL step's and its generation's
+seconds and on the
 held-out tuned - raw reward and kept fraction, and their mean over seeds with a t interval over seeds (the seed is
 the unit: each tuning counts once). Every seed runs PyTorch's rollouts first, so a drift of the machine during a
 seed would fall on the timing difference.
@@ -163,6 +164,7 @@ def over_seeds(result: dict) -> list[str]:
     runs, seeds = result["runs"], result["seeds"]
     measures = {
         "RL step seconds": lambda run: run["step_seconds"],
+        "generation seconds (of the step)": lambda run: run["parts"]["generation"],
         "held-out reward, tuned - raw": lambda run: run["heldout"]["reward"]["difference"]["estimate"],
         "held-out kept, tuned - raw": lambda run: run["heldout"]["kept"]["difference"]["estimate"],
     }
@@ -180,7 +182,7 @@ def over_seeds(result: dict) -> list[str]:
         d = openvino_values - torch_values
         half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
         diff = {"estimate": float(d.mean()), "low": float(d.mean() - half), "high": float(d.mean() + half)}
-        mean = ".2f" if name == "RL step seconds" else "+.3f"
+        mean = ".2f" if "seconds" in name else "+.3f"
         cells = [f"{torch_values.mean():{mean}}", f"{openvino_values.mean():{mean}}", *(f"{x:+.3f}" for x in d)]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {interval(diff)} ({verdict(diff)}) |")
     return lines + [""]

@@ -16,10 +16,10 @@ from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import dev_evaluator
 
 
-@pytest.mark.parametrize("mode", ["sup", "unsup"])
-def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tmp_path, mode):
+@pytest.mark.parametrize(("mode", "dtype"), [("sup", "float32"), ("unsup", "float32"), ("sup", "bfloat16")])
+def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tmp_path, mode, dtype):
     data = triplet_file if mode == "sup" else SENTENCES
-    training = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=4"]
+    training = ["training.max_steps=3", "training.eval_steps=2", "training.batch_size=4", f"training.dtype={dtype}"]
     training += ["training.learning_rate=1e-3", "training.max_seq_length=16"]
     config = load_config(SimCSEConfig, overrides=[f"encoder={tiny_encoder_dir}", f"mode={mode}", *training])
     if mode == "sup":
@@ -41,6 +41,7 @@ def test_simcse_trains_saves_best_and_reloads(tiny_encoder_dir, triplet_file, tm
     assert reloaded.max_seq_length == 64  # the evaluation length, not the training length
     after = reloaded.encode(SENTENCES)
     assert not np.allclose(before, after)  # training changed the weights
+    # the model handed back computes as the saved one (bfloat16: no autocast left on its forward)
     np.testing.assert_allclose(after, outcome.model.encode(SENTENCES), atol=1e-5)
     assert json.loads((tmp_path / "out" / "training.json").read_text())["best_step"] == outcome.best_step
     assert not (tmp_path / "out" / "checkpoints").exists()

@@ -304,6 +304,7 @@ def run_training_job(
     # bfloat16 (training.dtype): accelerate wrapped the model's forward in autocast; every later use of the model
     # (before_save, the caller's evaluation) computes in float32, as the saved model does when it is loaded
     trainer.accelerator.unwrap_model(model, keep_fp32_wrapper=False)
+    model.__dict__.pop("_is_accelerate_prepared", None)  # a later job on this model prepares it again
 
     history = [e for e in trainer.state.log_history if metric in e]
     best = max(history, key=lambda e: e[metric]) if history else None

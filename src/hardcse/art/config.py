@@ -71,8 +71,8 @@ class GeneratorConfig(Checked):
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hardcse/devices.py): tuning and synthesis run there
     # Under the OpenVINO engine (hardcse/engines.py): float, or int8 (8-bit weights by NNCF, other samples), and
     # the rows of a synthesis batch: GenAI's continuous batching gains from more rows (on 2 cores 470 tokens/s at
-    # 64 rows, 596 at 256: benchmarks/results/engine_speed.md; 512 rows gained 1% more for 0.9 GB more memory:
-    # benchmarks/results/synthesis_settings.md), where the PyTorch loop peaks at 64-128
+    # 64 rows, 596 at 256: benchmarks/results/engine_speed.md; 512 rows were no faster, 641 against 650, and took
+    # 0.9 GB more memory: benchmarks/results/synthesis_settings.md), where the PyTorch loop peaks at 64-128
     openvino_weights: str = "float"
     openvino_batch_size: int = 256
     seed: int = 42

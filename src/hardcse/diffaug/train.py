@@ -231,7 +231,7 @@ STAGE1_FIELDS = (
     *("encoder", "pooling", "prefixes", "prefix_length", "prefix_hidden_size", "prefix_dropout", "mlp_head"),
     *("nli_files", "nli_fraction", "decontamination", "stage1"),
 )
-STAGE1_TRAINING_FIELDS = ("seed", "max_seq_length")
+STAGE1_TRAINING_FIELDS = ("seed", "max_seq_length", "dtype")
 
 
 def stage1_folder(config: DiffAugConfig) -> Path:
@@ -245,6 +245,7 @@ def stage1_folder(config: DiffAugConfig) -> Path:
     now = json.loads(json.dumps(config_to_dict(config)))  # lists and tuples as YAML gives them
     # a stage 1 saved before decontamination existed ran without it
     saved.setdefault("decontamination", {**now["decontamination"], "enabled": False})
+    saved["training"].setdefault("dtype", "float32")  # a stage 1 saved before training.dtype existed: float32
     if not now["decontamination"]["enabled"] and not saved["decontamination"]["enabled"]:
         saved["decontamination"] = now["decontamination"]  # off is off, whatever the other values
     changed = [k for k in STAGE1_FIELDS if now[k] != saved.get(k)]

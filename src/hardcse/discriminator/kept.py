@@ -1,11 +1,11 @@
 """A discriminator trained inside an ART run (``discriminator: train``), kept once per machine for its inputs.
 
-The run's NLI model is the reward's judge, not what the run studies, and on the quickstart it is about half of the
-run (126 s of 232 on the AMX Xeon; benchmarks/results/discriminator_sizes.md times the training alone). Its training
-is seeded, so the same inputs on the same machine train the same weights (tests/test_caches.py checks two trainings
-byte for byte). A run whose inputs match an earlier run's copies that run's model from
-``<cache>/discriminator/KEY/`` instead of training again. It does so whatever ``reuse`` says, as the raw generator's
-held-out texts are kept either way; ``keep_discriminator: false`` trains in every run.
+The run's NLI model is the reward's judge, not what the run studies, and on the quickstart it was about half of the
+run (126 s of 232 on the AMX Xeon in float32; benchmarks/results/discriminator_sizes.md and training_precision.md
+time the training alone). Its training is seeded, so the same inputs on the same machine train the same weights
+(tests/test_caches.py checks two trainings byte for byte). A run whose inputs match an earlier run's copies that
+run's model from ``<cache>/discriminator/KEY/`` instead of training again. It does so whatever ``reuse`` says, as
+the raw generator's held-out texts are kept either way; ``keep_discriminator: false`` trains in every run.
 
 KEY digests what decides the weights:
 
