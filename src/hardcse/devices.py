@@ -63,6 +63,9 @@ def supports_bfloat16(device: torch.device) -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
+DTYPES = ("auto", "float32", "bfloat16")  # the names a dtype key takes (generator.dtype, training.dtype)
+
+
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """The dtype a ``dtype`` key names (``generator.dtype``, ``training.dtype``): float32, bfloat16, or for "auto"
     bfloat16 where ``device`` computes it natively (:func:`supports_bfloat16`), else float32."""

@@ -31,7 +31,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
-from hardcse.devices import check_device, resolve_device, resolve_dtype
+from hardcse.devices import DTYPES, check_device, resolve_device, resolve_dtype
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
 from hardcse.tracking.run import active
 
@@ -67,7 +67,7 @@ class TrainingSettings(Checked):
         check_nonnegative("epochs", self.epochs)
         check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0)
         check_device("device", self.device)
-        check_choice("dtype", self.dtype, ("float32", "bfloat16", "auto"))
+        check_choice("dtype", self.dtype, DTYPES)
         if self.device.startswith("cuda:") and self.device != "cuda:0":
             raise ConfigValueError(
                 "device",

@@ -13,7 +13,7 @@ from hardcse.art.reward_config import RewardConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS
-from hardcse.devices import check_device
+from hardcse.devices import DTYPES, check_device
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
@@ -109,7 +109,7 @@ class GeneratorConfig(Checked):
         check_positive("length_budget", self.length_budget, allow_none=True)
         check_nonnegative("length_extra", self.length_extra)
         check_choice("stop", self.stop, ("eos", "line"))
-        check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        check_choice("dtype", self.dtype, DTYPES)
         check_choice("openvino_weights", self.openvino_weights, ("float", "int8"))
         check_device("device", self.device)
 
