@@ -23,7 +23,6 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer, source_digest
-from hardcse.art.generator.sampling import generation_eos_ids, row_seed, sample
 from hardcse.atomic import write_text_atomic
 from hardcse.cache import environment_digest
 from hardcse.devices import resolve_device, supports_bfloat16
@@ -64,6 +63,7 @@ class TextGenerator:
     @functools.cached_property
     def _openvino(self) -> OpenVINOGenerator:
         from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
+        from hardcse.art.generator.sampling import generation_eos_ids
         from hardcse.art.generator.stopping import stop_ids
 
         folder = export_generator(self.source, self.config)
@@ -96,6 +96,8 @@ class TextGenerator:
         if self.engine == "openvino":
             out = self._generate_openvino(prompts, groups, row_seeds, limits)
         else:
+            from hardcse.art.generator.sampling import sample
+
             samples = sample(self._model, self.tokenizer, prompts, self.config, groups, row_seeds, limits)
             out = GeneratedTexts(samples.texts, samples.truncated, int(samples.response_mask.sum()))
         if cached is not None:
@@ -111,6 +113,8 @@ class TextGenerator:
         limits: Sequence[int] | None,
     ) -> GeneratedTexts:
         ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+        from hardcse.art.generator.sampling import row_seed
+
         # a stream per row: its own seed, or (unseeded rows) the generator's seed and its place in the call
         seeds = row_seeds if row_seeds is not None else [row_seed(self.config.seed, str(i)) for i in range(len(ids))]
         rows = self._openvino.generate(ids, seeds, limits, groups)
