@@ -106,28 +106,49 @@ def test_atomic_writes_of_one_path_by_two_writers_never_tear_or_fail(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_on_a_cold_cache_both_get_the_one_generator_conversion(tmp_path, monkeypatch):
-    """The bundled generator is converted from its GGUF once, however many processes ask at once; later it loads in
-    a second and chats."""
+@openvino
+def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_export_that_runs_find(
+    tmp_path, monkeypatch
+):
+    """`hardcse prepare` (make install runs it): the bundled generator is converted from its GGUF and exported to
+    OpenVINO once, however many processes ask at once, under the keys a run computes: a run finds both, converts
+    nothing, and the checkpoint chats."""
     import time
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from hardcse.resources import BUNDLED_GENERATOR, resolve_model
+    from hardcse import resources
+    from hardcse.art.config import GeneratorConfig
+    from hardcse.art.generator import openvino as ov_generator
+    from hardcse.cli import main
 
-    script = f"""
-        from hardcse.resources import resolve_model
-        print(resolve_model({BUNDLED_GENERATOR!r}))
+    script = """
+        from hardcse.cli import main
+        raise SystemExit(main(["prepare"]))
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
     assert len(set(outputs)) == 1
-    folder = outputs[0].strip()
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [os.path.basename(folder)]
+    lines = outputs[0].splitlines()
+    checkpoint = lines[0].removeprefix(f"{resources.BUNDLED_GENERATOR} as a float checkpoint: ")
+    export = lines[1].removeprefix(f"{resources.BUNDLED_GENERATOR} in OpenVINO: ")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
+        ["openvino", os.path.basename(checkpoint)]
+    )
+    assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(export)]
+
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
+
+    def refuse(*args):  # noqa: ANN002, ANN202
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(resources, "convert_gguf", refuse)
+    monkeypatch.setattr(ov_generator, "_export", refuse)
     start = time.perf_counter()
-    assert str(resolve_model(BUNDLED_GENERATOR)) == folder
+    assert str(resources.resolve_model(resources.BUNDLED_GENERATOR)) == checkpoint
     assert time.perf_counter() - start < 2  # found, not converted again (the key reads the GGUF's 98 MB)
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    assert str(ov_generator.export_generator(resources.BUNDLED_GENERATOR, GeneratorConfig())) == export
+    assert main(["prepare"]) == 0  # prepared already: nothing to do
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Say hello."}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
