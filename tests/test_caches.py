@@ -118,16 +118,18 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from hardcse import resources
-    from hardcse.art.config import GeneratorConfig
+    from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator import openvino as ov_generator
     from hardcse.cli import main
+    from hardcse.config import load_config
 
     script = """
         from hardcse.cli import main
         raise SystemExit(main(["prepare"]))
     """
-    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
-    assert len(set(outputs)) == 1
+    # HARDCSE_ENGINE: auto (run_together pins torch), so that prepare exports for OpenVINO as a user's would
+    outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path), "HARDCSE_ENGINE": "auto"})
+    assert len({tuple(out.splitlines()[:2]) for out in outputs}) == 1  # the last line, seconds, may differ
     lines = outputs[0].splitlines()
     checkpoint = lines[0].removeprefix(f"{resources.BUNDLED_GENERATOR} as a float checkpoint: ")
     export = lines[1].removeprefix(f"{resources.BUNDLED_GENERATOR} in OpenVINO: ")
@@ -146,7 +148,9 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     start = time.perf_counter()
     assert str(resources.resolve_model(resources.BUNDLED_GENERATOR)) == checkpoint
     assert time.perf_counter() - start < 2  # found, not converted again (the key reads the GGUF's 98 MB)
-    assert str(ov_generator.export_generator(resources.BUNDLED_GENERATOR, GeneratorConfig())) == export
+    for name in ("quickstart", "cpu-full"):  # what these runs export for the raw generator is what was prepared
+        generator = load_config(ArtRunConfig, name).generator
+        assert str(ov_generator.export_generator(generator.model, generator)) == export
     assert main(["prepare"]) == 0  # prepared already: nothing to do
     model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
@@ -154,6 +158,20 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     )
     out = model.generate(**ids, max_new_tokens=8, do_sample=False)
     assert tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True).strip()
+
+
+def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(tmp_path, monkeypatch, capsys):
+    from hardcse import resources
+    from hardcse.cli import main
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
+    monkeypatch.setenv("HARDCSE_ENGINE", "torch")
+    monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
+    assert main(["prepare"]) == 0
+    out = capsys.readouterr().out
+    assert f"{resources.BUNDLED_GENERATOR} as a float checkpoint: {tmp_path / 'checkpoint'}" in out
+    assert "no OpenVINO export (runs here generate in PyTorch: HARDCSE_ENGINE=torch)" in out
+    assert not (tmp_path / "openvino").exists()
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast

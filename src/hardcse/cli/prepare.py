@@ -1,11 +1,17 @@
 """``hardcse prepare``: the bundled generator made ready once, at install time, instead of in a user's first run.
 
-Two conversions of the bundled SmolLM2 are otherwise the first ART run's to make: the GGUF de-quantised into a
-float checkpoint (:func:`hardcse.resources.bundled_generator_dir`) and that checkpoint exported to OpenVINO, which
-synthesis and the held-out comparison read for the raw generator (:func:`hardcse.art.generator.openvino.
-export_generator`, 8-bit weights not made: ``generator.openvino_weights: int8`` exports on first use). Both go into
-the model cache under the keys a run computes, so a run finds them; a second ``prepare`` finds them too and does
-nothing. ``make install`` runs it.
+A first ART run would otherwise make two conversions of the bundled SmolLM2: the GGUF de-quantised into a float
+checkpoint (:func:`hardcse.resources.bundled_generator_dir`), which every run loads, and that checkpoint exported to
+OpenVINO (:func:`hardcse.art.generator.openvino.export_generator`), which the raw generator's side of the held-out
+comparison reads (and synthesis under ``tune_generator: false``, and ``rl.rollout_engine: openvino``). Both go into
+the model cache by the functions a run calls, under the keys a run computes, so a run finds them (never a stale
+one: the keys are the cache's own); asked again, it does nothing. The export is made only where runs generate in
+OpenVINO (``auto`` on a CPU with OpenVINO installed, not under ``HARDCSE_ENGINE=torch`` nor on a GPU), with float
+weights (``generator.openvino_weights: int8`` exports on first use).
+
+When a run still converts: the keys hold hardcse's code, the libraries' versions and the CPU with torch's thread
+count, so after an upgrade, under another ``OMP_NUM_THREADS`` or under a launcher (one thread a process) the first
+run converts again. ``make install`` runs it.
 """
 
 from __future__ import annotations
@@ -17,26 +23,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prepare",
         help="convert the bundled generator and export it to OpenVINO once (make install does)",
-        description="Convert the bundled SmolLM2 GGUF into a float checkpoint and export that to OpenVINO (where "
-        "installed), into the model cache ($HARDCSE_CACHE, else ~/.cache/hardcse), so that a first run does not. "
+        description="Convert the bundled SmolLM2 GGUF into a float checkpoint and, where runs generate in OpenVINO, "
+        "export it, into the model cache ($HARDCSE_CACHE, else ~/.cache/hardcse), so that a first run does not. "
         "Done already: nothing to do.",
     )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> None:
+    import sys
     import time
 
     from hardcse.art.config import GeneratorConfig
-    from hardcse.engines import openvino_installed
+    from hardcse.devices import resolve_device
+    from hardcse.engines import Engine, openvino_installed
     from hardcse.resources import BUNDLED_GENERATOR, bundled_generator_dir
 
     start = time.perf_counter()
     print(f"{BUNDLED_GENERATOR} as a float checkpoint: {bundled_generator_dir()}")
-    if openvino_installed():
+    engine = Engine.from_environment()
+    if engine.on(resolve_device("auto")) == "openvino":
         from hardcse.art.generator.openvino import export_generator
 
         print(f"{BUNDLED_GENERATOR} in OpenVINO: {export_generator(BUNDLED_GENERATOR, GeneratorConfig())}")
     else:
-        print("OpenVINO is not installed: no export (PyTorch runs the generator)")
-    print(f"prepared in {time.perf_counter() - start:.0f} s")
+        if engine.choice == "torch":
+            reason = f"{engine.key}=torch"
+        else:
+            reason = "OpenVINO is not installed" if not openvino_installed() else "a GPU is visible"
+        print(f"no OpenVINO export (runs here generate in PyTorch: {reason})")
+    print(f"prepared in {time.perf_counter() - start:.0f} s", file=sys.stderr)
