@@ -178,6 +178,28 @@ def _autocast(self, samples, forward):  # noqa: ANN001, ANN202
         return forward(self, samples)
 
 
+def _float32_attention(self, samples, forward):  # noqa: ANN001, ANN202
+    """The training forwards' attention in float32: q, k and v upcast, the output cast back (sampling keeps the
+    model's bf16). transformers builds an attention function's mask by its registered name, hence both registries."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    def sdpa_float32(module, query, key, value, attention_mask, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        q, k, v = query.float(), key.float(), value.float()
+        out, weights = sdpa_attention_forward(module, q, k, v, attention_mask, **kwargs)
+        return out.to(query.dtype), weights
+
+    AttentionInterface.register("sdpa_float32", sdpa_float32)
+    AttentionMaskInterface.register("sdpa_float32", sdpa_mask)
+    decoder = self.model.base_model.model
+    decoder.set_attn_implementation("sdpa_float32")
+    try:
+        return forward(self, samples)
+    finally:
+        decoder.set_attn_implementation("sdpa")
+
+
 def _as_it_is(self, samples, forward):  # noqa: ANN001, ANN202
     return forward(self, samples)
 
@@ -188,6 +210,7 @@ VARIANTS = {
     "as configured": (_as_it_is, {}),
     "eager attention in the training forwards": (_eager_attention, {}),
     "bf16 autocast in the training forwards": (_autocast, {}),
+    "float32 attention in the training forwards": (_float32_attention, {}),
     "OpenVINO rollouts": (_as_it_is, {"rollout_engine": "openvino"}),
 }
 
