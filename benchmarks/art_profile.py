@@ -160,14 +160,19 @@ def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as
     }
 
 
-def _eager_attention(self, samples, forward):  # noqa: ANN001, ANN202
-    """The training forwards with eager attention (sampling keeps SDPA)."""
+def _with_attention(self, samples, forward, implementation: str):  # noqa: ANN001, ANN202
+    """The training forward with the decoder's attention ``implementation`` (sampling keeps SDPA)."""
     decoder = self.model.base_model.model
-    decoder.set_attn_implementation("eager")
+    decoder.set_attn_implementation(implementation)
     try:
         return forward(self, samples)
     finally:
         decoder.set_attn_implementation("sdpa")
+
+
+def _eager_attention(self, samples, forward):  # noqa: ANN001, ANN202
+    """The training forwards with eager attention."""
+    return _with_attention(self, samples, forward, "eager")
 
 
 def _autocast(self, samples, forward):  # noqa: ANN001, ANN202
@@ -192,12 +197,7 @@ def _float32_attention(self, samples, forward):  # noqa: ANN001, ANN202
 
     AttentionInterface.register("sdpa_float32", sdpa_float32)
     AttentionMaskInterface.register("sdpa_float32", sdpa_mask)
-    decoder = self.model.base_model.model
-    decoder.set_attn_implementation("sdpa_float32")
-    try:
-        return forward(self, samples)
-    finally:
-        decoder.set_attn_implementation("sdpa")
+    return _with_attention(self, samples, forward, "sdpa_float32")
 
 
 def _as_it_is(self, samples, forward):  # noqa: ANN001, ANN202
