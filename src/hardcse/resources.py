@@ -80,7 +80,10 @@ def convert_gguf(gguf_file: Path, target: Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("converting %s to a float checkpoint (once per machine and version; make install does it)", gguf_file.name)
+    log.info(
+        "converting %s to a float checkpoint (once per machine and version; `hardcse prepare` does it ahead)",
+        gguf_file.name,
+    )
     loaded = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
     config = loaded.config
