@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hardcse.config import check_choice
+from hardcse.devices import DTYPES
 from hardcse.errors import HardcseError
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
 ENGINES = ("auto", "torch", "openvino")
 INSTALL_HINT = "pip install 'hardcse[openvino]' (make install does)"
-
-PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 def check_engine(key: str, value: str) -> None:
@@ -61,7 +60,7 @@ class Engine:
         """The engine a command runs with: ``value`` (a config's ``engine`` or ``--engine``, named ``key``), where
         ``auto`` defers to ``HARDCSE_ENGINE`` (read now); checked, and OpenVINO refused where it is not installed."""
         check_engine(key, value)
-        check_choice("precision", precision, PRECISIONS)
+        check_choice("precision", precision, DTYPES)  # a dtype key's names: openvino_precision maps both
         if value == "auto":
             value, key = os.environ.get("HARDCSE_ENGINE", "auto"), "HARDCSE_ENGINE"
             check_engine(key, value)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from hardcse.cli.common import add_skip_bad_rows, on_error, print_sts
 from hardcse.data.sts import ALL_TASKS, KNOWN_TASKS
+from hardcse.devices import DTYPES
 from hardcse.encoder import POOLINGS
-from hardcse.engines import ENGINES, PRECISIONS, Engine
+from hardcse.engines import ENGINES, Engine
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--precision",
-        choices=PRECISIONS,
+        choices=DTYPES,
         default="auto",
         help="OpenVINO's precision: auto (bfloat16 where the CPU computes it natively; scores within ~0.01 of "
         "PyTorch's) or float32 (PyTorch's scores to ~0.002, PyTorch's speed)",
