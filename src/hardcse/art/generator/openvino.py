@@ -6,11 +6,17 @@ project needs, so the export is written here on OpenVINO's own API, following th
 cache as explicit inputs and outputs (``past_key_values.{i}.key`` -> ``present.{i}.key``), the cache is then hidden
 inside the model as state (``apply_make_stateful_transformation``, each state starting as a zero-length tensor
 of the batch's size), and a ``beam_idx`` input gathers the state's rows, as GenAI expects. The causal mask is
-built in the traced function from the 2-D attention mask (so no length is frozen into the graph). A generator
-folder (base + LoRA adapter) is merged into the base weights before export: a tuned generator is exported once a
-round (~10 s for SmolLM2-135M). ``generator.openvino_weights: int8`` compresses the weights to 8 bits (NNCF's
-data-free INT8_ASYM) after export. The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
-which the pipeline loads although hardcse hands it token ids.
+built in the traced function from the 2-D attention mask (so no length is frozen into the graph).
+``generator.openvino_weights: int8`` compresses the weights to 8 bits (NNCF's data-free INT8_ASYM) after export.
+The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``), which the pipeline loads although
+hardcse hands it token ids.
+
+A tuned generator (a generator folder: base + LoRA adapter) samples from its base model's export, with its saved
+adapter fused into the weights by GenAI as the pipeline is built (:func:`saved_adapter`; a second or two): no
+export a round (one took ~10 s for SmolLM2-135M and 0.5 GB of cache), and the base's export is the one ``hardcse
+prepare`` made. An adapter GenAI would not apply as PEFT does (another product than the decoder's projections,
+DoRA, ranks by module, ...) or int8 weights (nothing to fuse into) go the old way: PEFT merges the adapter into the
+base weights and that model is exported.
 
 The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the weight format, every
 byte of the model's files, hardcse's code, the libraries' versions and the CPU (:func:`export_key`); it is built in
@@ -28,7 +34,7 @@ came before. The blocks stay in the cache, and the key/value cache is not freed 
 lives (GenAI frees it only without prefix caching). A probe of 2,048 rows in batches of 256 held ~2.6 GB resident
 (this machine, 2026-11-28; no record).
 
-A LoRA adapter at run time (RL's rollouts, :mod:`hardcse.art.rl.rollouts`). Built with ``adapter``
+A LoRA adapter that changes at every call (RL's rollouts, :mod:`hardcse.art.rl.rollouts`). Built with ``adapter``
 (:func:`lora_adapter`: the PEFT model's current LoRA weights under PEFT's saved names, by which GenAI finds each
 target product, and PEFT's scaling as GenAI's alpha), the pipeline applies the adapter each call hands it to the
 base model's export, so a policy changed by an update samples without a new export. The prefix cache is then off:
@@ -53,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import math
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,6 +85,15 @@ PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own 
 KV_CACHE_IN_MODEL_PRECISION = True
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
+# what GenAI can apply an adapter to: products with a weight inside the decoder layers
+OPENVINO_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# the fields of a saved LoraConfig that a plain LoRA (W x + alpha B A x on its target products) sets; any other field
+# away from PEFT's default changes what PEFT computes (DoRA, ranks by module, extra trained modules, ...), which
+# GenAI's adapter would not reproduce
+PLAIN_LORA_FIELDS = frozenset(
+    {"r", "lora_alpha", "lora_dropout", "target_modules", "use_rslora", "init_lora_weights"}
+    | {"task_type", "base_model_name_or_path", "revision", "inference_mode", "peft_version"}
+)
 
 
 def export_key(source: str, weights: str = "float") -> str:
@@ -216,8 +232,10 @@ class OpenVINOGenerator:
         stop_ids: Sequence[int],
         config: GeneratorConfig,
         adapter: Any = None,
+        fused: Any = None,
     ) -> None:
-        """``adapter`` (:func:`lora_adapter`): every call then applies the adapter it is given (module doc)."""
+        """``adapter`` (:func:`lora_adapter`): every call then applies the adapter it is given; ``fused``
+        (:func:`saved_adapter`): an adapter fused into the weights once, here (module doc)."""
         import openvino_genai as genai
 
         scheduler = genai.SchedulerConfig()
@@ -233,8 +251,10 @@ class OpenVINOGenerator:
         kv_precision = kv_cache_precision(config.dtype)
         if kv_precision is not None:
             properties["KV_CACHE_PRECISION"] = kv_precision
-        if adapter is not None:
-            properties["adapters"] = adapter
+        if adapter is not None and fused is not None:
+            raise ValueError("an adapter per call or a fused one, not both")
+        if adapter is not None or fused is not None:
+            properties["adapters"] = adapter if adapter is not None else fused
         self.pipeline = genai.ContinuousBatchingPipeline(str(folder), scheduler, "CPU", properties)
         self.eos_ids, self.stop_ids, self.config = sorted(eos_ids), sorted(stop_ids), config
         # the prefixes prefilled so far: each once, since a warm-up found whole in the cache recomputes its last
@@ -340,6 +360,25 @@ def lora_adapter(model: torch.nn.Module) -> Any:
     state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(model).items()}
     blob = np.frombuffer(save(state), dtype=np.uint8).copy()  # GenAI reads the safetensors bytes in place
     return genai.AdapterConfig(genai.Adapter(ov.Tensor(blob)), float(scalings.pop()))
+
+
+def saved_adapter(folder: Path) -> Any | None:
+    """The LoRA adapter saved in generator folder ``folder`` as a GenAI adapter fused into the base model's
+    weights when a pipeline is built; None where GenAI would not compute what PEFT does (an adapted product outside
+    :data:`OPENVINO_TARGETS`, a LoraConfig field outside :data:`PLAIN_LORA_FIELDS` away from its default, weights
+    not in safetensors): the caller then exports the merged model. alpha is PEFT's scaling, as in
+    :func:`lora_adapter`."""
+    import openvino_genai as genai
+    from peft import LoraConfig
+
+    weights = folder / "adapter_model.safetensors"
+    saved, default = LoraConfig.from_pretrained(str(folder)), LoraConfig()
+    changed = {f.name for f in dataclasses.fields(LoraConfig) if getattr(saved, f.name) != getattr(default, f.name)}
+    targets = saved.target_modules if isinstance(saved.target_modules, (set, list, tuple)) else {None}
+    if changed - PLAIN_LORA_FIELDS or not set(targets) <= set(OPENVINO_TARGETS) or not weights.is_file():
+        return None
+    scaling = saved.lora_alpha / (math.sqrt(saved.r) if saved.use_rslora else saved.r)
+    return genai.AdapterConfig(genai.Adapter(str(weights)), scaling, genai.AdapterConfig.Mode.MODE_FUSE)
 
 
 def shared_prefixes(prompt_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[list[int]]:

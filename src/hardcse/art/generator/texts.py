@@ -17,12 +17,19 @@ import hashlib
 import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.art.generator.model import base_model_source, load_generator, load_tokenizer, source_digest
+from hardcse.art.generator.model import (
+    base_model_source,
+    is_generator_folder,
+    load_generator,
+    load_tokenizer,
+    source_digest,
+)
 from hardcse.atomic import write_text_atomic
 from hardcse.cache import environment_digest
 from hardcse.devices import resolve_device, supports_bfloat16
@@ -62,13 +69,18 @@ class TextGenerator:
 
     @functools.cached_property
     def _openvino(self) -> OpenVINOGenerator:
-        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
+        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator, saved_adapter
         from hardcse.art.generator.sampling import generation_eos_ids
         from hardcse.art.generator.stopping import stop_ids
 
-        folder = export_generator(self.source, self.config)
+        # a tuned generator: the base model's export with the saved adapter fused in, where GenAI applies it as PEFT
+        # does; else (and for int8 weights) the merged model exported (hardcse/art/generator/openvino.py)
+        tuned = is_generator_folder(self.source) and self.config.openvino_weights == "float"
+        fused = saved_adapter(Path(self.source)) if tuned else None
+        folder = export_generator(base_model_source(self.source) if fused else self.source, self.config)
         eos_ids = generation_eos_ids(resolve_model(base_model_source(self.source)), self.tokenizer)
-        return OpenVINOGenerator(folder, eos_ids, stop_ids(self.tokenizer, eos_ids, self.config), self.config)
+        stops = stop_ids(self.tokenizer, eos_ids, self.config)
+        return OpenVINOGenerator(folder, eos_ids, stops, self.config, fused=fused)
 
     @functools.cached_property
     def _model(self) -> PreTrainedModel:

@@ -29,6 +29,7 @@ from peft.tuners.lora import LoraLayer
 from transformers import PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.openvino import OPENVINO_TARGETS
 from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import Samples, as_samples, eos_token_ids, sample
 from hardcse.art.generator.stopping import stop_ids
@@ -37,9 +38,6 @@ from hardcse.errors import HardcseError
 
 # (prompts, prefix groups, each row's new-token budget or None) -> one sampled response per prompt
 Sampler = Callable[[Sequence[str], Sequence[Hashable], Sequence[int] | None], Samples]
-
-# what GenAI can apply an adapter to: products with a weight inside the decoder layers
-OPENVINO_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def rollout_sampler(
