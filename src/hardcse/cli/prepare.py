@@ -2,8 +2,8 @@
 
 A first ART run would otherwise make two conversions of the bundled SmolLM2: the GGUF de-quantised into a float
 checkpoint (:func:`hardcse.resources.bundled_generator_dir`), which every run loads, and that checkpoint exported to
-OpenVINO (:func:`hardcse.art.generator.openvino.export_generator`), which the raw generator's side of the held-out
-comparison reads (and synthesis under ``tune_generator: false``, and ``rl.rollout_engine: openvino``). Both go into
+OpenVINO (:func:`hardcse.art.generator.openvino.export_generator`), which synthesis and both sides of the held-out
+comparison read (a tuned generator fuses its adapter into it), and ``rl.rollout_engine: openvino``. Both go into
 the model cache by the functions a run calls, under the keys a run computes, so a run finds them (never a stale
 one: the keys are the cache's own); asked again, it does nothing. The export is made only where runs generate in
 OpenVINO (``auto`` on a CPU with OpenVINO installed, not under ``HARDCSE_ENGINE=torch`` nor on a GPU), with float

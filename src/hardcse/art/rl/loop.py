@@ -116,7 +116,9 @@ class RLTrainer:
         partitions = self.minibatches(len(samples.texts))  # each epoch's minibatches (rows), seeded by the step
 
         # 2. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows: the ratio
-        # pi / pi_old starts at exactly 1. The first minibatch's outputs keep their graph for step 5.
+        # pi / pi_old starts at exactly 1. The first minibatch's outputs keep their graph for step 5. Not one forward
+        # over all rows: in bfloat16 other rows around a row move its log-probs by 0.04 nats on average (up to 0.5;
+        # benchmarks/results/old_logprob_batches.md), noise in the ratio that the policy did not make.
         with self.timer(timings, "policy_forward"):
             old_logprobs, old_values, first_outputs = self.old_policy(samples, partitions[0])
         # 3. log pi_ref: the same forward with the adapter disabled
