@@ -10,8 +10,9 @@ together.
 The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
 in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one policy. log pi_old
 comes from the very forward the first epoch's update runs over the same rows, whoever sampled them (the policy, or
-OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. Only the
-generated positions go through the LM head. Under several processes each rank samples and optimises its own rollouts
+OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. log pi_ref
+comes from the same forwards with the adapter disabled, so KL_t is exactly 0 where the policy is the reference. Only
+the generated positions go through the LM head. Under several processes each rank samples and optimises its own rollouts
 and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph run
 the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers checkpoints
 its layers.
@@ -121,9 +122,9 @@ class RLTrainer:
         # benchmarks/results/old_logprob_batches.md), noise in the ratio that the policy did not make.
         with self.timer(timings, "policy_forward"):
             old_logprobs, old_values, first_outputs = self.old_policy(samples, partitions[0])
-        # 3. log pi_ref: the same forward with the adapter disabled
+        # 3. log pi_ref: the same forwards with the adapter disabled
         with self.timer(timings, "reference"):
-            ref_logprobs = self.reference_logprobs(samples)
+            ref_logprobs = self.reference_logprobs(samples, partitions[0])
         scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32), device=samples.response_mask.device)
         rollout = Rollout(samples, scores_t, old_logprobs, old_values, ref_logprobs)
 
@@ -222,9 +223,15 @@ class RLTrainer:
         return logprobs, (values * mask if first.values is not None else None), first
 
     @torch.no_grad()
-    def reference_logprobs(self, samples: Samples) -> torch.Tensor:
+    def reference_logprobs(self, samples: Samples, minibatches: list[torch.Tensor]) -> torch.Tensor:
+        """log pi_ref (the adapter disabled) by the forwards log pi_old takes, one a minibatch of ``minibatches``:
+        where the policy is the reference, KL_t is exactly 0 (one forward over all rows rounds otherwise in
+        bfloat16, step 2)."""
+        logprobs = torch.zeros_like(samples.response_mask)
         with self.model.disable_adapter():
-            return self.forward(samples)[0]
+            for rows in minibatches:
+                logprobs[rows] = self.forward(samples.select(rows))[0]
+        return logprobs
 
     def minibatches(self, n: int) -> list[list[torch.Tensor]]:
         """The row partition of each optimisation epoch of this step, drawn before the step counts itself (seed +
