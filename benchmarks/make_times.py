@@ -1,8 +1,8 @@
 """How long README's two commands take on this machine, from a fresh clone: `make test` (installs, then lint, every
 test and the wheel check; an empty model cache of its own), then `make demo` twice (the second finds what the first
 kept), each timed, with the test counts pytest reports. The demos use a model cache of their own, empty but for
-what `make install` prepares on a user's machine (`hardcse prepare`, timed apart before them): the tuned
-generator's export and the discriminator count, the bundled generator's conversion and export do not.
+what `make install` prepares on a user's machine (`hardcse prepare`, timed apart before them): the discriminator
+counts, the bundled generator's conversion and export do not (a tuned generator fuses its adapter into that export).
 
     python benchmarks/make_times.py [--repo .] [--skip-demo]
 
