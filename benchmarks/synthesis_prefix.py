@@ -76,6 +76,18 @@ def main() -> None:
     )
 
 
+def judge_once() -> None:
+    """The quickstart's discriminator trained (or found) in this machine's cache once, before the sides' processes
+    copy it (stage_inputs)."""
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.config import load_config
+    from hardcse.discriminator.kept import train_or_copy
+
+    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
+    with tempfile.TemporaryDirectory() as tmp:
+        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
+
+
 def stage_inputs(n_anchors: int, nli_dir: Path) -> tuple:
     """What the synthesis benchmarks give the stage: cpu-full's config, its generator settings at its synthesis
     temperature, the first ``n_anchors`` training anchors, the reward (the quickstart's discriminator, trained into

@@ -47,16 +47,13 @@ def main() -> None:
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.discriminator.kept import train_or_copy
     from hardcse.stats import paired_bootstrap
     from record import write_record
-    from synthesis_prefix import MEASURES
+    from synthesis_prefix import MEASURES, judge_once
 
     generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
     export_generator(generator.model, generator)  # once, before any side: no side pays the export
-    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
-    with tempfile.TemporaryDirectory() as tmp:  # the judge trained (or found) once: each side's process copies it
-        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
+    judge_once()  # each side's process copies it
     runs: dict[str, list[dict]] = {side: [] for side in SIDES}
     records = {}
     with tempfile.TemporaryDirectory() as tmp:

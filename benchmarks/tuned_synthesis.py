@@ -52,18 +52,15 @@ def main() -> None:
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.discriminator.kept import train_or_copy
     from hardcse.stats import paired_bootstrap
     from record import write_record
-    from synthesis_prefix import MEASURES
+    from synthesis_prefix import MEASURES, judge_once
 
     if not is_generator_folder(str(args.generator)):
         sys.exit(f"error: {args.generator} is not a generator folder (a run's round_N/generator); give one")
     generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
     export_generator(base_model_source(str(args.generator)), generator)  # once, before any side (as prepare does)
-    quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
-    with tempfile.TemporaryDirectory() as tmp:  # the judge trained (or found) once: each side's process copies it
-        train_or_copy(quickstart.discriminator_training, Path(tmp) / "nli")
+    judge_once()  # each side's process copies it
     runs: dict[str, list[dict]] = {side: [] for side in SIDES}
     records = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,13 +86,13 @@ def main() -> None:
 def run_side(side: str, generator: Path, n_anchors: int, out: Path) -> None:
     """One run of ``side``'s stage into ``out`` (synthetic.jsonl, and run.json: the stage's report, whether the
     tuned generator was exported in it)."""
-    from hardcse.art.generator import openvino
+    from hardcse.art.generator import adapters, openvino
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.paths import cache_dir
     from synthesis_prefix import stage_inputs
 
     if side == "merged export":  # this process only: every adapter goes the merged way
-        openvino.saved_adapter = lambda folder: None
+        adapters.saved_adapter = lambda folder: None
     merged = cache_dir() / "openvino" / openvino.export_key(str(generator))
     with tempfile.TemporaryDirectory() as tmp:
         config, generation, anchors, reward, engine = stage_inputs(n_anchors, Path(tmp) / "nli")

@@ -12,11 +12,12 @@ The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
 hardcse hands it token ids.
 
 A tuned generator (a generator folder: base + LoRA adapter) samples from its base model's export, with its saved
-adapter fused into the weights by GenAI as the pipeline is built (:func:`saved_adapter`; a second or two): no
-export a round (one took ~10 s for SmolLM2-135M and 0.5 GB of cache), and the base's export is the one ``hardcse
-prepare`` made. An adapter GenAI would not apply as PEFT does (another product than the decoder's projections,
-DoRA, ranks by module, ...) or int8 weights (nothing to fuse into) go the old way: PEFT merges the adapter into the
-base weights and that model is exported.
+adapter fused into the weights by GenAI as the pipeline is built (:func:`hardcse.art.generator.adapters.
+saved_adapter`): no export a round (one took ~10 s for SmolLM2-135M, and a float copy of the model in the cache);
+for the bundled generator the base's export is the one ``hardcse prepare`` made. An adapter GenAI would not apply
+as PEFT does (for example one on another product than the decoder's projections, DoRA, ranks by module) or int8
+weights (nothing to fuse into) go the old way: PEFT merges the adapter into the base weights and that model is
+exported.
 
 The export lives in the cache (``<cache>/openvino/<key>``), keyed by the export format, the weight format, every
 byte of the model's files, hardcse's code, the libraries' versions and the CPU (:func:`export_key`); it is built in
@@ -35,9 +36,9 @@ lives (GenAI frees it only without prefix caching). A probe of 2,048 rows in bat
 (this machine, 2026-11-28; no record).
 
 A LoRA adapter that changes at every call (RL's rollouts, :mod:`hardcse.art.rl.rollouts`). Built with ``adapter``
-(:func:`lora_adapter`: the PEFT model's current LoRA weights under PEFT's saved names, by which GenAI finds each
-target product, and PEFT's scaling as GenAI's alpha), the pipeline applies the adapter each call hands it to the
-base model's export, so a policy changed by an update samples without a new export. The prefix cache is then off:
+(:func:`hardcse.art.generator.adapters.lora_adapter`: the PEFT model's current LoRA weights and scaling), the
+pipeline applies the adapter each call hands it to the base model's export, so a policy changed by an update
+samples without a new export. The prefix cache is then off:
 GenAI keys its blocks by tokens alone, and keys and values computed under one adapter would be read under the next.
 
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
@@ -59,7 +60,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import math
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,15 +85,6 @@ PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own 
 KV_CACHE_IN_MODEL_PRECISION = True
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
-# what GenAI can apply an adapter to: products with a weight inside the decoder layers
-OPENVINO_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# the fields of a saved LoraConfig that a plain LoRA (W x + alpha B A x on its target products) sets; any other field
-# away from PEFT's default changes what PEFT computes (DoRA, ranks by module, extra trained modules, ...), which
-# GenAI's adapter would not reproduce
-PLAIN_LORA_FIELDS = frozenset(
-    {"r", "lora_alpha", "lora_dropout", "target_modules", "use_rslora", "init_lora_weights"}
-    | {"task_type", "base_model_name_or_path", "revision", "inference_mode", "peft_version"}
-)
 
 
 def export_key(source: str, weights: str = "float") -> str:
@@ -234,8 +225,9 @@ class OpenVINOGenerator:
         adapter: Any = None,
         fused: Any = None,
     ) -> None:
-        """``adapter`` (:func:`lora_adapter`): every call then applies the adapter it is given; ``fused``
-        (:func:`saved_adapter`): an adapter fused into the weights once, here (module doc)."""
+        """``adapter`` (:mod:`hardcse.art.generator.adapters`' ``lora_adapter``): every call then applies the
+        adapter it is given; ``fused`` (its ``saved_adapter``): an adapter fused into the weights once, here (module
+        doc)."""
         import openvino_genai as genai
 
         scheduler = genai.SchedulerConfig()
@@ -292,8 +284,8 @@ class OpenVINOGenerator:
         """Per prompt, the written token ids (the stop token included when written) and whether the row spent its
         budget (``limits``, default ``max_new_tokens``) without a stop token. ``seeds``: each row's random stream
         (below 2**64). ``groups``: prompts with the same key share a prefix, prefilled once first (default: all
-        prompts one group). ``adapter``: the LoRA adapter to apply (:func:`lora_adapter`), which a generator built
-        with one needs at every call (GenAI would otherwise keep the last one)."""
+        prompts one group). ``adapter``: the LoRA adapter to apply (:mod:`hardcse.art.generator.adapters`), which a
+        generator built with one needs at every call (GenAI would otherwise keep the last one)."""
         import openvino as ov
         import openvino_genai as genai
 
@@ -341,44 +333,6 @@ def kv_cache_precision(dtype: str) -> str | None:
     if dtype == "float32":
         return "f32"
     return "bf16" if KV_CACHE_IN_MODEL_PRECISION and supports_bfloat16(torch.device("cpu")) else None
-
-
-def lora_adapter(model: torch.nn.Module) -> Any:
-    """The current LoRA weights of ``model`` (a PEFT model) as a GenAI adapter: float32 tensors under PEFT's saved
-    names (``...q_proj.lora_A.weight``: GenAI finds the base model's product whose weight name contains the layer's),
-    and alpha = PEFT's scaling (lora_alpha / r, rsLoRA's included): GenAI adds alpha x B A to the layer's output."""
-    import openvino as ov
-    import openvino_genai as genai
-    from peft import get_peft_model_state_dict
-    from peft.tuners.lora import LoraLayer
-    from safetensors.torch import save
-
-    name = model.active_adapter
-    scalings = {m.scaling[name] for m in model.modules() if isinstance(m, LoraLayer) and name in m.scaling}
-    if len(scalings) != 1:
-        raise ValueError(f"one LoRA scaling expected for adapter {name!r}, found {sorted(scalings)}")
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(model).items()}
-    blob = np.frombuffer(save(state), dtype=np.uint8).copy()  # GenAI reads the safetensors bytes in place
-    return genai.AdapterConfig(genai.Adapter(ov.Tensor(blob)), float(scalings.pop()))
-
-
-def saved_adapter(folder: Path) -> Any | None:
-    """The LoRA adapter saved in generator folder ``folder`` as a GenAI adapter fused into the base model's
-    weights when a pipeline is built; None where GenAI would not compute what PEFT does (an adapted product outside
-    :data:`OPENVINO_TARGETS`, a LoraConfig field outside :data:`PLAIN_LORA_FIELDS` away from its default, weights
-    not in safetensors): the caller then exports the merged model. alpha is PEFT's scaling, as in
-    :func:`lora_adapter`."""
-    import openvino_genai as genai
-    from peft import LoraConfig
-
-    weights = folder / "adapter_model.safetensors"
-    saved, default = LoraConfig.from_pretrained(str(folder)), LoraConfig()
-    changed = {f.name for f in dataclasses.fields(LoraConfig) if getattr(saved, f.name) != getattr(default, f.name)}
-    targets = saved.target_modules if isinstance(saved.target_modules, (set, list, tuple)) else {None}
-    if changed - PLAIN_LORA_FIELDS or not set(targets) <= set(OPENVINO_TARGETS) or not weights.is_file():
-        return None
-    scaling = saved.lora_alpha / (math.sqrt(saved.r) if saved.use_rslora else saved.r)
-    return genai.AdapterConfig(genai.Adapter(str(weights)), scaling, genai.AdapterConfig.Mode.MODE_FUSE)
 
 
 def shared_prefixes(prompt_ids: Sequence[Sequence[int]], groups: Sequence[Hashable] | None) -> list[list[int]]:

@@ -2,7 +2,7 @@
 
 ``torch`` (the default; the paper's way): the policy samples itself (:func:`hardcse.art.generator.sampling.sample`).
 ``openvino``: OpenVINO GenAI samples from the base model's export (float weights) with the policy's current LoRA
-adapter, handed over at every step (:func:`hardcse.art.generator.openvino.lora_adapter`), so an update needs no new
+adapter, handed over at every step (:func:`hardcse.art.generator.adapters.lora_adapter`), so an update needs no new
 export.
 
 The sampler is then another engine than the policy. Its samples come from the same distribution up to the engines'
@@ -29,7 +29,7 @@ from peft.tuners.lora import LoraLayer
 from transformers import PreTrainedTokenizerBase
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.art.generator.openvino import OPENVINO_TARGETS
+from hardcse.art.generator.adapters import OPENVINO_TARGETS, lora_adapter, outside_openvino_targets
 from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import Samples, as_samples, eos_token_ids, sample
 from hardcse.art.generator.stopping import stop_ids
@@ -63,7 +63,7 @@ class OpenVINORollouts:
     def __init__(
         self, model: PeftModel, tokenizer: PreTrainedTokenizerBase, generation: GeneratorConfig, base_source: str
     ) -> None:
-        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator, lora_adapter
+        from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
 
         Engine.resolve("openvino", "rl.rollout_engine")  # refused with the install hint where OpenVINO is missing
         check_openvino_policy(model)
@@ -99,7 +99,7 @@ def check_openvino_policy(model: PeftModel) -> None:
             "set rl.rollout_engine: torch"
         )
     names = {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, LoraLayer)}
-    if other := sorted(names - set(OPENVINO_TARGETS)):
+    if other := outside_openvino_targets(names):
         raise HardcseError(
             f"rl.rollout_engine: openvino applies LoRA to the decoder's {', '.join(OPENVINO_TARGETS)} only, but "
             f"generator.lora_target_modules adapts {', '.join(other)}; set rl.rollout_engine: torch"
