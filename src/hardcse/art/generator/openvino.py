@@ -12,9 +12,10 @@ The tokenizer goes along as OpenVINO tokenizer models (``openvino_tokenizers``),
 hardcse hands it token ids.
 
 A tuned generator (a generator folder: base + LoRA adapter) samples from its base model's export, with its saved
-adapter fused into the weights by GenAI as the pipeline is built (:func:`hardcse.art.generator.adapters.
-saved_adapter`): no export a round (one took ~10 s for SmolLM2-135M, and a float copy of the model in the cache);
-for the bundled generator the base's export is the one ``hardcse prepare`` made. An adapter GenAI would not apply
+adapter fused into the weights by GenAI as the pipeline is built (:mod:`hardcse.art.generator.adapters`): no
+export a round, and no float copy of the model in the cache a round (a synthesis stage of 1,024 anchors took 90.3
+s against 98.8 with the export: benchmarks/results/tuned_synthesis.md). For the bundled generator the base's export
+is the one ``hardcse prepare`` made. An adapter GenAI would not apply
 as PEFT does (for example one on another product than the decoder's projections, DoRA, ranks by module) or int8
 weights (nothing to fuse into) go the old way: PEFT merges the adapter into the base weights and that model is
 exported.
@@ -38,8 +39,8 @@ lives (GenAI frees it only without prefix caching). A probe of 2,048 rows in bat
 A LoRA adapter that changes at every call (RL's rollouts, :mod:`hardcse.art.rl.rollouts`). Built with ``adapter``
 (:func:`hardcse.art.generator.adapters.lora_adapter`: the PEFT model's current LoRA weights and scaling), the
 pipeline applies the adapter each call hands it to the base model's export, so a policy changed by an update
-samples without a new export. The prefix cache is then off:
-GenAI keys its blocks by tokens alone, and keys and values computed under one adapter would be read under the next.
+samples without a new export. The prefix cache is then off: GenAI keys its blocks by tokens alone, and keys and
+values computed under one adapter would be read under the next.
 
 Prompts go in as token ids (the chat template is applied by hardcse, the same ids as the PyTorch path). Precision
 follows ``generator.dtype``: float32 computes (and caches keys and values) in float32, and greedy decoding then
