@@ -81,6 +81,12 @@ def verdict(difference: dict) -> str:
     return "no detectable difference" if difference["low"] <= 0 <= difference["high"] else "differs"
 
 
+def difference_cell(difference: dict) -> str:
+    """A difference as a table cell: its estimate, its interval and its :func:`verdict`."""
+    d = difference
+    return f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({verdict(d)})"
+
+
 def write_json(name: str, payload: object, results: Path = RESULTS) -> Path:
     """``results/NAME.json``: ``payload`` as indented JSON (UTF-8, ending in a newline)."""
     from hardcse.atomic import write_text_atomic

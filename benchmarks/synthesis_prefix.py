@@ -21,7 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +49,6 @@ def main() -> None:
     from hardcse.art.generator import openvino
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.stats import paired_bootstrap
     from record import write_record
 
     runs: dict[str, list[dict]] = {side: [] for side in SIDES}
@@ -64,16 +66,57 @@ def main() -> None:
                 print(side, repeat, json.dumps(report.to_dict()), flush=True)
                 if repeat == 0:
                     records[side] = read_jsonl(out / "synthetic.jsonl")
-    differences = {}
-    for name, measure in MEASURES.items():
-        off, on = (np.array([measure(r) for r in records[side]], dtype=float) for side in SIDES)
-        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(off, on).items()}
+    differences = measure_differences(*(records[side] for side in SIDES))
     result = {"anchors": len(anchors), "repeats": args.repeats, "runs": runs, "differences": differences}
     print(
         write_record(
             "synthesis_prefix", "Synthesis with the shared prompt prefix prefilled once", markdown(result), result
         )
     )
+
+
+def measure_differences(before: list[dict], after: list[dict]) -> dict:
+    """Per measure of :data:`MEASURES`, the 95% paired bootstrap of ``after`` - ``before`` over the anchors (two
+    synthetic.jsonl's records in the same order), as a record stores it."""
+    from hardcse.stats import paired_bootstrap
+
+    differences = {}
+    for name, measure in MEASURES.items():
+        a, b = (np.array([measure(r) for r in records], dtype=float) for records in (before, after))
+        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(a, b).items()}
+    return differences
+
+
+def add_side_arguments(parser: argparse.ArgumentParser, sides: Sequence[str], anchors: int) -> None:
+    """The arguments of a benchmark whose sides run in processes of their own (:func:`run_sides`): --anchors,
+    --repeats, and the hidden --side and --out a side's process is called with."""
+    parser.add_argument("--anchors", type=int, default=anchors)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
+    parser.add_argument("--side", choices=sides, help=argparse.SUPPRESS)  # one run, in a process of its own
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+
+
+def run_sides(
+    script: str, sides: Sequence[str], repeats: int, anchors: int, arguments: Sequence[str] = ()
+) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """Each side's run, ``repeats`` times, alternating (the order reversed on every other repeat), each
+    ``script --side SIDE *arguments --anchors N --out DIR`` in a process of its own, which writes run.json and
+    synthetic.jsonl into DIR. Returns each side's run.json's and its first run's synthetic.jsonl records."""
+    from hardcse.data.jsonl import read_jsonl
+
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    records = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(repeats):
+            for side in sides if repeat % 2 == 0 else list(reversed(sides)):
+                out = Path(tmp) / f"{side}-{repeat}".replace(" ", "-")
+                command = [sys.executable, script, "--side", side, *arguments]
+                subprocess.run([*command, "--anchors", str(anchors), "--out", str(out)], check=True)
+                runs[side].append(json.loads((out / "run.json").read_text()))
+                print(side, repeat, json.dumps(runs[side][-1]), flush=True)
+                if repeat == 0:
+                    records[side] = read_jsonl(out / "synthetic.jsonl")
+    return runs, records
 
 
 def judge_once() -> None:
@@ -114,7 +157,7 @@ def stage_inputs(n_anchors: int, nli_dir: Path) -> tuple:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import verdict
+    from record import difference_cell
 
     def median(side: str, key: str) -> float:
         return statistics.median(run[key] for run in result["runs"][side])
@@ -146,10 +189,7 @@ def markdown(result: dict) -> list[str]:
     ]
     for name, d in result["differences"].items():
         diff = d["difference"]
-        lines.append(
-            f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {diff['estimate']:+.3f} "
-            f"[{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)}) |"
-        )
+        lines.append(f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {difference_cell(diff)} |")
     lines += [
         "",
         "The judge is the quickstart's discriminator (8,000 NLI pairs, 56% dev accuracy: "

@@ -23,56 +23,33 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 # side -> (openvino_batch_size, keys and values in the model's precision)
+from synthesis_prefix import add_side_arguments
+
 SIDES = {"before": (256, False), "bf16 cache": (256, True), "512 rows": (512, True)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--anchors", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
-    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # one run, in a process of its own
-    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    add_side_arguments(parser, list(SIDES), anchors=1024)
     args = parser.parse_args()
     if args.side:
         return run_side(args.side, args.anchors, args.out)
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
-    from hardcse.data.jsonl import read_jsonl
-    from hardcse.stats import paired_bootstrap
     from record import write_record
-    from synthesis_prefix import MEASURES, judge_once
+    from synthesis_prefix import judge_once, measure_differences, run_sides
 
     generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
     export_generator(generator.model, generator)  # once, before any side: no side pays the export
     judge_once()  # each side's process copies it
-    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
-    records = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for repeat in range(args.repeats):
-            order = list(SIDES) if repeat % 2 == 0 else list(reversed(SIDES))
-            for side in order:
-                out = Path(tmp) / f"{side}-{repeat}"
-                command = [sys.executable, __file__, "--side", side, "--anchors", str(args.anchors), "--out", str(out)]
-                subprocess.run(command, check=True)
-                runs[side].append(json.loads((out / "run.json").read_text()))
-                print(side, repeat, json.dumps(runs[side][-1]), flush=True)
-                if repeat == 0:
-                    records[side] = read_jsonl(out / "synthetic.jsonl")
-        anchors = len(records["before"])
-    differences: dict[str, dict] = {side: {} for side in SIDES if side != "before"}
-    for side, by_measure in differences.items():
-        for name, measure in MEASURES.items():
-            before, after = (np.array([measure(r) for r in records[s]], dtype=float) for s in ("before", side))
-            by_measure[name] = {k: v.to_dict() for k, v in paired_bootstrap(before, after).items()}
+    runs, records = run_sides(__file__, list(SIDES), args.repeats, args.anchors)
+    anchors = len(records["before"])
+    differences = {side: measure_differences(records["before"], records[side]) for side in SIDES if side != "before"}
     result = {"anchors": anchors, "repeats": args.repeats, "sides": SIDES, "runs": runs}
     result["differences"] = differences
     print(
@@ -104,7 +81,7 @@ def run_side(side: str, n_anchors: int, out: Path) -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import verdict
+    from record import difference_cell
 
     sides = result["runs"]
 
@@ -146,7 +123,7 @@ def markdown(result: dict) -> list[str]:
         cells = [f"{first[name]['a']['estimate']:.3f}"]
         for by_measure in result["differences"].values():
             diff = by_measure[name]["difference"]
-            cells.append(f"{diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] ({verdict(diff)})")
+            cells.append(difference_cell(diff))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",

@@ -27,12 +27,11 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
+from synthesis_prefix import add_side_arguments
 
 SIDES = ("merged export", "fused adapter")
 
@@ -40,10 +39,7 @@ SIDES = ("merged export", "fused adapter")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--generator", type=Path, required=True, help="a generator folder a run tuned")
-    parser.add_argument("--anchors", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each side, alternating")
-    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # one run, in a process of its own
-    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    add_side_arguments(parser, SIDES, anchors=1024)
     args = parser.parse_args()
     if args.side:
         return run_side(args.side, args.generator, args.anchors, args.out)
@@ -51,32 +47,16 @@ def main() -> None:
     from hardcse.art.generator.model import base_model_source, is_generator_folder
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
-    from hardcse.data.jsonl import read_jsonl
-    from hardcse.stats import paired_bootstrap
     from record import write_record
-    from synthesis_prefix import MEASURES, judge_once
+    from synthesis_prefix import judge_once, measure_differences, run_sides
 
     if not is_generator_folder(str(args.generator)):
         sys.exit(f"error: {args.generator} is not a generator folder (a run's round_N/generator); give one")
     generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
     export_generator(base_model_source(str(args.generator)), generator)  # once, before any side (as prepare does)
     judge_once()  # each side's process copies it
-    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
-    records = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for repeat in range(args.repeats):
-            for side in SIDES if repeat % 2 == 0 else reversed(SIDES):
-                out = Path(tmp) / f"{side}-{repeat}".replace(" ", "-")
-                command = [sys.executable, __file__, "--side", side, "--generator", str(args.generator)]
-                subprocess.run([*command, "--anchors", str(args.anchors), "--out", str(out)], check=True)
-                runs[side].append(json.loads((out / "run.json").read_text()))
-                print(side, repeat, json.dumps(runs[side][-1]), flush=True)
-                if repeat == 0:
-                    records[side] = read_jsonl(out / "synthetic.jsonl")
-    differences = {}
-    for name, measure in MEASURES.items():
-        merged, fused = (np.array([measure(r) for r in records[s]], dtype=float) for s in SIDES)
-        differences[name] = {k: v.to_dict() for k, v in paired_bootstrap(merged, fused).items()}
+    runs, records = run_sides(__file__, SIDES, args.repeats, args.anchors, ["--generator", str(args.generator)])
+    differences = measure_differences(*(records[side] for side in SIDES))
     result = {"generator": str(args.generator), "anchors": len(records[SIDES[0]]), "repeats": args.repeats}
     result |= {"runs": runs, "differences": differences}
     title = "A tuned generator's synthesis: adapter merged and exported, or fused by GenAI"
@@ -103,7 +83,7 @@ def run_side(side: str, generator: Path, n_anchors: int, out: Path) -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import verdict
+    from record import difference_cell
 
     runs = result["runs"]
 
@@ -140,11 +120,7 @@ def markdown(result: dict) -> list[str]:
         "|---|---:|---|",
     ]
     for name, by in result["differences"].items():
-        diff = by["difference"]
-        lines.append(
-            f"| {name} | {by['a']['estimate']:.3f} | {diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}] "
-            f"({verdict(diff)}) |"
-        )
+        lines.append(f"| {name} | {by['a']['estimate']:.3f} | {difference_cell(by['difference'])} |")
     lines += [
         "",
         "The judge is the quickstart's discriminator (8,000 NLI pairs), so the kept fraction is this judge's, not "

@@ -76,10 +76,11 @@ class TextGenerator:
 
         # a tuned generator: the base model's export with the saved adapter fused in, where GenAI applies it as PEFT
         # does; else (and for int8 weights) the merged model exported (hardcse/art/generator/adapters.py)
+        base = base_model_source(self.source)
         tuned = is_generator_folder(self.source) and self.config.openvino_weights == "float"
         fused = saved_adapter(Path(self.source)) if tuned else None
-        folder = export_generator(base_model_source(self.source) if fused is not None else self.source, self.config)
-        eos_ids = generation_eos_ids(resolve_model(base_model_source(self.source)), self.tokenizer)
+        folder = export_generator(base if fused is not None else self.source, self.config)
+        eos_ids = generation_eos_ids(resolve_model(base), self.tokenizer)
         stops = stop_ids(self.tokenizer, eos_ids, self.config)
         return OpenVINOGenerator(folder, eos_ids, stops, self.config, fused=fused)
 
