@@ -243,7 +243,7 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_an_encoders_evaluation
     assert len(list((tmp_path / "eval").iterdir())) == 1
 
 
-def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_terms_code(
+def test_the_tuned_generator_key_follows_processes_engines_precision_and_the_terms_code(
     tiny_tune_overrides, tmp_path, monkeypatch
 ):
     from hardcse.art.config import TuneConfig
@@ -262,11 +262,13 @@ def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_term
 
     torch_engine = Engine("torch")
 
-    def key(engine: Engine = torch_engine) -> str:
-        return tuned_cache._family(load_config(TuneConfig, overrides=overrides), engine).name
+    def key(engine: Engine = torch_engine, rollouts: str = "torch") -> str:
+        config = load_config(TuneConfig, overrides=[*overrides, f"rl.rollout_engine={rollouts}"])
+        return tuned_cache._family(config, engine).name
 
     torch_key = key()
     assert key() == torch_key  # nothing changed: the same key
+    assert key(rollouts="auto") == torch_key  # auto under the torch engine: the policy samples, as with torch
     with monkeypatch.context() as m:
         m.setattr(tuned_cache, "world_size", lambda: 2)  # rank r samples with seed + r * 1_000_003
         assert key() != torch_key
@@ -275,6 +277,9 @@ def test_the_tuned_generator_key_follows_processes_engine_precision_and_the_term
         assert float32 != torch_key
         assert key(Engine("openvino", "bfloat16")) != float32
         assert key(Engine("auto")) == key(Engine("openvino"))  # the engine used on this CPU, not the word chosen
+        openvino_rollouts = key(Engine("auto"), "openvino")
+        assert openvino_rollouts != key(Engine("auto"))  # another sampler: another tuning
+        assert key(Engine("auto"), "auto") == openvino_rollouts  # auto here samples in OpenVINO
     (tmp_path / "helper.py").write_text("SCALE = 2.0\n")  # a module the term imports changed
     assert key() != torch_key
     helper_changed = key()

@@ -9,11 +9,13 @@ from hardcse import engines
 from hardcse.art.config import GeneratorConfig, RLConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
+from hardcse.art.rl import rollouts as rollouts_module
 from hardcse.art.rl.loop import RLTrainer
-from hardcse.art.rl.rollouts import OpenVINORollouts, rollout_sampler
+from hardcse.art.rl.rollouts import OpenVINORollouts, resolve_rollout_engine, rollout_sampler
 from hardcse.art.rl.tuning import tune_generator
 from hardcse.config import ConfigValueError, load_config
 from hardcse.data.jsonl import read_jsonl
+from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from test_rl import good_share, losses_without_updates
 
@@ -104,9 +106,28 @@ def test_a_tuning_with_openvino_rollouts_logs_its_steps_and_is_keyed_apart(tiny_
     assert len([p for p in (tmp_path / "cache" / "tuned").iterdir() if p.is_dir()]) == 2
 
 
-def test_a_rollout_engine_is_torch_or_openvino():
+def test_a_rollout_engine_is_auto_torch_or_openvino():
     with pytest.raises(ConfigValueError, match="rollout_engine"):
         RLConfig(rollout_engine="vllm").check()
+    RLConfig(rollout_engine="auto").check()
+
+
+def test_auto_rollouts_are_openvinos_only_where_the_engine_and_the_adapter_allow(monkeypatch):
+    monkeypatch.setattr(engines, "openvino_installed", lambda: True)
+    cpu = GeneratorConfig(device="cpu")
+    assert resolve_rollout_engine("auto", cpu, Engine("auto")) == "openvino"
+    assert resolve_rollout_engine("auto", cpu, Engine("openvino")) == "openvino"
+    assert resolve_rollout_engine("auto", cpu, Engine("torch")) == "torch"  # engine: torch (the test suite's)
+    for targets in (["q_proj", "lm_head"], "all-linear"):  # a product GenAI does not adapt; a pattern
+        adapted = dataclasses.replace(cpu, lora_target_modules=targets)
+        assert resolve_rollout_engine("auto", adapted, Engine("auto")) == "torch"
+    for choice in ("torch", "openvino"):  # a choice made is kept (OpenVINORollouts refuses what it cannot do)
+        assert resolve_rollout_engine(choice, cpu, Engine("torch")) == choice
+    with monkeypatch.context() as m:  # a generator on a GPU samples itself
+        m.setattr(rollouts_module, "resolve_device", lambda value, key: torch.device("cuda"))
+        assert resolve_rollout_engine("auto", cpu, Engine("auto")) == "torch"
+    monkeypatch.setattr(engines, "openvino_installed", lambda: False)
+    assert resolve_rollout_engine("auto", cpu, Engine("auto")) == "torch"
 
 
 @openvino

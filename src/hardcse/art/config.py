@@ -148,7 +148,8 @@ class RLConfig(Checked):
     gradient_checkpointing: bool = False
     # who samples the rollouts (hardcse/art/rl/rollouts.py): torch, the policy itself (the paper's way), or
     # openvino, OpenVINO GenAI with the policy's current LoRA adapter (on a CPU; other random draws and rounding,
-    # the same update: log pi_old is always the policy's own forward)
+    # the same update: log pi_old is always the policy's own forward), or auto: openvino where the run's engine
+    # runs the generator's work in OpenVINO and GenAI can apply its LoRA, else torch
     rollout_engine: str = "torch"
     save_every: int = 10
     # every save_every steps, this many of the step's rollouts (a seeded draw) go to completions.jsonl with their
@@ -169,7 +170,7 @@ class RLConfig(Checked):
 
     def check(self) -> None:
         check_choice("algorithm", self.algorithm, ("ppo", "grpo"))
-        check_choice("rollout_engine", self.rollout_engine, ("torch", "openvino"))
+        check_choice("rollout_engine", self.rollout_engine, ("auto", "torch", "openvino"))
         check_positive("group_size", self.group_size)
         check_nonnegative("grpo_beta", self.grpo_beta)
         if self.batch_size % self.rows_per_prompt:

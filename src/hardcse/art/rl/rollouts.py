@@ -3,7 +3,9 @@
 ``torch`` (the default; the paper's way): the policy samples itself (:func:`hardcse.art.generator.sampling.sample`).
 ``openvino``: OpenVINO GenAI samples from the base model's export (float weights) with the policy's current LoRA
 adapter, handed over at every step (:func:`hardcse.art.generator.adapters.lora_adapter`), so an update needs no new
-export.
+export. ``auto`` (configs/cpu-full.yaml's): openvino where the run's engine puts the generator's device on OpenVINO
+and its LoRA adapts only what GenAI adapts, torch elsewhere (a GPU, ``engine: torch``, OpenVINO not installed):
+:func:`resolve_rollout_engine`.
 
 The sampler is then another engine than the policy. Its samples come from the same distribution up to the engines'
 rounding (bfloat16 where the CPU computes it), and the update reads none of its numbers: log pi_old is the policy's
@@ -33,11 +35,24 @@ from hardcse.art.generator.adapters import OPENVINO_TARGETS, lora_adapter, outsi
 from hardcse.art.generator.prefix import encode_prompts
 from hardcse.art.generator.sampling import Samples, as_samples, eos_token_ids, sample
 from hardcse.art.generator.stopping import stop_ids
+from hardcse.devices import resolve_device
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 
 # (prompts, prefix groups, each row's new-token budget or None) -> one sampled response per prompt
 Sampler = Callable[[Sequence[str], Sequence[Hashable], Sequence[int] | None], Samples]
+
+
+def resolve_rollout_engine(choice: str, generation: GeneratorConfig, engine: Engine) -> str:
+    """What ``rl.rollout_engine: choice`` samples with, torch or openvino: ``auto`` is openvino where ``engine``
+    (the run's) runs the generator's device's work in OpenVINO and ``generator.lora_target_modules`` names only
+    products GenAI adapts, torch elsewhere; torch and openvino are themselves."""
+    if choice != "auto":
+        return choice
+    targets = generation.lora_target_modules  # a list, or a pattern (a string) GenAI's names are not checked against
+    adaptable = not isinstance(targets, str) and not outside_openvino_targets(targets)
+    on_openvino = engine.on(resolve_device(generation.device, "generator.device")) == "openvino"
+    return "openvino" if adaptable and on_openvino else "torch"
 
 
 def rollout_sampler(
@@ -47,8 +62,8 @@ def rollout_sampler(
     generation: GeneratorConfig,
     base_source: str | None = None,
 ) -> Sampler:
-    """The sampler ``engine`` names (``rl.rollout_engine``) for the policy ``model``; OpenVINO's exports the LM
-    ``base_source`` (the policy's base model)."""
+    """The sampler ``engine`` names (``rl.rollout_engine`` resolved: torch or openvino) for the policy ``model``;
+    OpenVINO's exports the LM ``base_source`` (the policy's base model)."""
     if engine == "torch":
         return lambda prompts, groups, limits: sample(model, tokenizer, prompts, generation, groups, limits=limits)
     if base_source is None:

@@ -5,11 +5,11 @@ encoder, discriminator, anchors and code (cpu-full and its ablation without the 
 round) need it once: the first writes its tuned generator to ``<cache>/tuned/KEY/steps-N-ANCHORS/`` and the second
 copies it from there. The copy has the same files, so the generation cache (hardcse/art/generator/texts.py) then
 finds the texts it wrote too. KEY digests the tuning config (not the filter, which RL does not read, nor
-``rl.steps``), the files of the generator, encoder and discriminator, the reward terms' code (with the user's
-modules they import), the number of processes (each rank samples its own rows), the engine and precision of the
-reward's cosines, and through :func:`hardcse.cache.environment_digest` hardcse's own code, the libraries'
-versions and the machine's kind where RL and the reward compute; ``steps-N-ANCHORS``
-names the number of steps and a digest of the anchors those steps read.
+``rl.steps``; ``rl.rollout_engine`` as resolved: auto shares the entries of what it resolves to), the files of the
+generator, encoder and discriminator, the reward terms' code (with the user's modules they import), the number of
+processes (each rank samples its own rows), the engine and precision of the reward's cosines, and through
+:func:`hardcse.cache.environment_digest` hardcse's own code, the libraries' versions and the machine's kind where RL
+and the reward compute; ``steps-N-ANCHORS`` names the number of steps and a digest of the anchors those steps read.
 
 A longer tuning of the same KEY starts from a kept shorter one when its first steps read the same anchors: RL has
 no schedule over ``rl.steps`` (constant learning rate, per-step seeds, the KL controller's state in the checkpoint),
@@ -31,6 +31,7 @@ from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import GENERATOR_FILE, source_digest
 from hardcse.art.rl.loop import saved_state_exists
 from hardcse.art.rl.rl_log import COMPLETIONS, RL_LOG, RLLog
+from hardcse.art.rl.rollouts import resolve_rollout_engine
 from hardcse.art.synthesis.anchors import anchors_for_step
 from hardcse.art.term_loading import term_code_digest
 from hardcse.atomic import recover_dir, replace_dir
@@ -86,6 +87,8 @@ def _family(config: TuneConfig, engine: Engine) -> Path:
         settings.pop(key)
     settings["rl"].pop("steps")  # in the entry's name: a shorter tuning is a prefix of a longer one
     settings["generator"]["model"] = None  # its files below: a copied generator folder is the same generator
+    # who samples, not the word chosen: auto is torch or openvino by the engine and the machine
+    settings["rl"]["rollout_engine"] = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
     digest.update(json.dumps(settings, sort_keys=True).encode())
     source_digest(config.generator.model, digest)
     files_digest(resolve_model(config.encoder), digest)

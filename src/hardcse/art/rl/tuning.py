@@ -24,7 +24,7 @@ from hardcse.art.reward.dual import Reward
 from hardcse.art.reward.score import ArtScore
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.rl_log import RLLog
-from hardcse.art.rl.rollouts import rollout_sampler
+from hardcse.art.rl.rollouts import resolve_rollout_engine, rollout_sampler
 from hardcse.art.rl.tuned_cache import continue_tuning, copy_generator, is_cached, keep_generator, tuned_cache_dir
 from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.atomic import replace_dir
@@ -74,7 +74,9 @@ def tune_generator(
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     source = str(checkpoint) if resuming else config.generator.model
     model, tokenizer = load_generator(source, config.generator, trainable=True)
-    sampler = rollout_sampler(config.rl.rollout_engine, model, tokenizer, config.generator, base_model_source(source))
+    rollouts = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
+    log.info("RL's rollouts are sampled by %s (rl.rollout_engine: %s)", rollouts, config.rl.rollout_engine)
+    sampler = rollout_sampler(rollouts, model, tokenizer, config.generator, base_model_source(source))
     trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler)
     if resuming:
         trainer.load_state(checkpoint)
