@@ -15,9 +15,11 @@ from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
+from hardcse.encoder.build import load_encoder
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
-from hardcse.evaluation.sts import dev_score
+from hardcse.evaluation.results import cached_eval
+from hardcse.evaluation.sts import dev_score, sts_record
 
 
 @pytest.fixture
@@ -105,6 +107,17 @@ def test_run_folder_report_compare_and_loading(run_config, tmp_path, capsys):
     model = SentenceTransformer(str(run / "round_2" / "encoder"), device="cpu")
     assert model.encode(["the cat runs"]).shape == (1, 32)
 
+    # round 0's scores are what a fresh evaluation of the starting encoder computes, and the evaluation cache holds
+    # them under the key a later run computes: it reads them back
+    config = load_config(ArtRunConfig, run_config)
+    engine = Engine.resolve(config.engine)
+    round_0 = json.loads((run / "round_0" / "eval.json").read_text())
+    encoder = load_encoder(config.encoder, config.pooling, device="cpu")
+    assert round_0["scores"] == sts_record(encoder, config.encoder, config.evaluated_tasks, engine=engine)["scores"]
+    start = {"tasks": config.evaluated_tasks, "pooling": config.pooling, "device": config.device, "engine": engine}
+    kept = cached_eval(config.encoder, **start)
+    assert kept["scores"] == round_0["scores"] and "read_from" in kept and "seconds" not in kept
+
     (run / "report.md").unlink()
     assert main(["art", "report", str(run)]) == 0
     assert (run / "report.md").read_text() == report
@@ -145,6 +158,7 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     assert training == training | {"triplets": 0, "trained": False, "handed_on": "previous"}
     scores = [json.loads((run / r / "eval.json").read_text())["scores"] for r in ("round_0", "round_1")]
     assert scores[0] == scores[1]
+    assert "seconds" not in json.loads((run / "round_1" / "eval.json").read_text())  # copied, not timed
     handed_on = SentenceTransformer(str(final), device="cpu")
     assert handed_on.encode(["the cat runs"]).shape == (1, 32)
     # keep-better's previous score is training's own evaluator on the encoder it would hand on (not eval.json's,

@@ -122,6 +122,7 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     from hardcse.art.generator import openvino as ov_generator
     from hardcse.cli import main
     from hardcse.config import load_config
+    from hardcse.evaluation.results import cached_eval
 
     script = """
         from hardcse.cli import main
@@ -129,14 +130,15 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     """
     # HARDCSE_ENGINE: auto (run_together pins torch), so that prepare exports for OpenVINO as a user's would
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path), "HARDCSE_ENGINE": "auto"})
-    assert len({tuple(out.splitlines()[:2]) for out in outputs}) == 1  # the last line, seconds, may differ
+    assert len({tuple(out.splitlines()[:3]) for out in outputs}) == 1  # the last line, seconds, may differ
     lines = outputs[0].splitlines()
     checkpoint = lines[0].removeprefix(f"{resources.BUNDLED_GENERATOR} as a float checkpoint: ")
     export = lines[1].removeprefix(f"{resources.BUNDLED_GENERATOR} in OpenVINO: ")
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
-        ["openvino", os.path.basename(checkpoint)]
+        ["eval", "openvino", os.path.basename(checkpoint)]
     )
     assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(export)]
+    assert len(list((tmp_path / "eval").iterdir())) == 1  # the bundled encoder's scores, evaluated once
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
 
@@ -151,6 +153,9 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     for name in ("quickstart", "cpu-full"):  # what these runs export for the raw generator is what was prepared
         generator = load_config(ArtRunConfig, name).generator
         assert str(ov_generator.export_generator(generator.model, generator)) == export
+    demo = load_config(ArtRunConfig, "quickstart")  # and its round 0 reads the scores prepared
+    start = {"tasks": demo.evaluated_tasks, "pooling": demo.pooling, "device": demo.device}
+    assert "read_from" in cached_eval(demo.encoder, engine=Engine.resolve(demo.engine), **start)
     assert main(["prepare"]) == 0  # prepared already: nothing to do
     model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
@@ -163,15 +168,22 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
 def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(tmp_path, monkeypatch, capsys):
     from hardcse import resources
     from hardcse.cli import main
+    from hardcse.data.sts import ALL_TASKS
+    from hardcse.evaluation import results
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
     monkeypatch.setenv("HARDCSE_ENGINE", "torch")
     monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
+    evaluated = []  # the encoder's evaluation, as the quickstart's round 0 asks for it (its engine: torch here)
+    monkeypatch.setattr(results, "cached_eval", lambda source, **kw: evaluated.append((source, kw)) or {"avg7": 78.9})
     assert main(["prepare"]) == 0
     out = capsys.readouterr().out
     assert f"{resources.BUNDLED_GENERATOR} as a float checkpoint: {tmp_path / 'checkpoint'}" in out
     assert "no OpenVINO export (runs here generate in PyTorch: HARDCSE_ENGINE=torch)" in out
     assert not (tmp_path / "openvino").exists()
+    settings = {"tasks": ALL_TASKS, "pooling": "default", "device": "auto", "engine": Engine("torch")}
+    assert evaluated == [(resources.BUNDLED_ENCODER, settings)]
+    assert f"{resources.BUNDLED_ENCODER} evaluated as a run's round 0 reads it: avg7 78.90" in out
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
@@ -305,7 +317,7 @@ def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, m
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
-def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and_the_code(
+def test_an_encoders_cached_evaluation_follows_the_model_tasks_pooling_data_engine_and_code(
     tiny_encoder, tiny_encoder_dir, tmp_path, monkeypatch
 ):
     import shutil
@@ -333,6 +345,13 @@ def test_an_encoders_cached_evaluation_follows_the_model_the_data_the_engine_and
 
     first = evaluate()
     assert evaluate() == first and len(evaluations) == 1  # read back
+    again = results.cached_eval(str(tiny_encoder_dir), engine=torch_float32)
+    assert "seconds" not in again and again["read_from"].startswith(str(tmp_path / "cache" / "eval"))
+    dev_only = results.cached_eval(str(tiny_encoder_dir), engine=torch_float32, tasks=["STS-B-dev"])
+    assert list(dev_only["scores"]) == ["STS-B-dev"] and "seconds" in dev_only and len(evaluations) == 2
+    cls = results.cached_eval(str(tiny_encoder_dir), engine=torch_float32, tasks=["STS-B-dev"], pooling="cls")
+    assert cls["scores"] != dev_only["scores"] and len(evaluations) == 3  # another pooling: evaluated
+    evaluations.clear()
     assert evaluate(Engine("torch")) == first and len(evaluations) == 1  # PyTorch computes in float32 either way
     with monkeypatch.context() as m:
         m.setattr(cache, "code_digest", lambda **_: "other code")

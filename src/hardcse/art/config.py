@@ -12,7 +12,7 @@ from typing import ClassVar, Literal
 from hardcse.art.reward_config import RewardConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
-from hardcse.data.sts import ALL_TASKS
+from hardcse.data.sts import ALL_TASKS, DEV_TASK
 from hardcse.devices import DTYPES, check_device
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder import PoolingName
@@ -277,13 +277,14 @@ class TuneConfig(Tracked):
     device: str = "auto"
     # What runs the forward passes that train nothing (synthesis, held-out comparison, evaluation, the reward's and
     # the held-out cosines): auto | torch | openvino (hardcse/engines.py). auto: OpenVINO on a CPU where installed.
-    # Every training step runs in PyTorch; RL's rollouts too, unless rl.rollout_engine: openvino.
+    # Every training step runs in PyTorch; RL's rollouts too, unless rl.rollout_engine says otherwise.
     engine: str = "auto"
     # Reuse what this machine computed before for the same inputs instead of computing it again: a round's tuned
     # generator (<cache>/tuned/, hardcse/art/rl/tuned_cache.py) and the texts of synthesis and the held-out comparison
     # (<cache>/generations/). An ablation that shares a run's first round (without the filter) then skips its RL
     # and generation; a longer tuning whose first steps are a kept one's (one round) continues from it.
-    # Off: every stage computes (the raw generator's held-out texts are cached either way).
+    # Off: every stage computes (the raw generator's held-out texts and the starting encoder's scores are cached
+    # either way).
     reuse: bool = False
 
     def check(self) -> None:
@@ -339,6 +340,11 @@ class ArtRunConfig(TuneConfig):
     heldout_anchors: int = 500
     eval_tasks: list[str] = field(default_factory=lambda: list(ALL_TASKS))
     examples_per_round: int = 5  # example triplets in the report (paper Table 6)
+
+    @property
+    def evaluated_tasks(self) -> list[str]:
+        """What each round's encoder is evaluated on: ``eval_tasks`` and STS-B dev, on which rounds select."""
+        return list(dict.fromkeys([*self.eval_tasks, DEV_TASK]))
 
     def check(self) -> None:
         super().check()

@@ -29,7 +29,6 @@ from hardcse.art.synthesis.triplets import synthesize
 from hardcse.atomic import write_json_atomic
 from hardcse.data.decontamination import Decontamination, triplet_texts
 from hardcse.data.jsonl import read_jsonl
-from hardcse.data.sts import DEV_TASK
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.discriminator.kept import train_or_copy
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
@@ -39,6 +38,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError, not_a_file
+from hardcse.evaluation.results import cached_eval
 from hardcse.evaluation.sts import dev_evaluator, dev_score, write_sts_eval
 from hardcse.model_card import write_model_card
 from hardcse.resources import check_model_sources
@@ -140,13 +140,16 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -
         discriminator_source = str(folder.dir / "discriminator")
     else:
         discriminator_source = config.discriminator
-    tasks = list(dict.fromkeys([*config.eval_tasks, DEV_TASK]))  # STS-B dev always: rounds select on it
+    tasks = config.evaluated_tasks
     run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks, engine)
 
+    # the starting encoder's scores: evaluated once on this machine for these inputs, read back by a later run
+    # (whatever `reuse` says: the same inputs give the same scores)
+    start = {"tasks": tasks, "pooling": config.pooling, "device": config.device, "engine": engine}
     folder.stage(
         "round_0.eval",
         "round_0/eval.json",
-        lambda partial: write_sts_eval(partial, config.encoder, tasks, config.pooling, config.device, engine=engine),
+        lambda partial: write_json_atomic(partial, cached_eval(config.encoder, **start)),
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):
@@ -362,6 +365,7 @@ def _evaluate_round(
             "model": str(encoder_dir),
             "copied_from": str(previous),
         }
+        record.pop("seconds", None)  # copied, not timed
         write_json_atomic(out, record)
         return
     write_sts_eval(out, str(encoder_dir), tasks, device=device, engine=engine)

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from hardcse.data.jsonl import read_json_mapping
+from hardcse.data.sts import ALL_TASKS
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.folder_checks import round_dirs
@@ -103,11 +104,19 @@ def model_fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def cached_eval(source: str, cache: Path | None = None, engine: Engine | None = None) -> dict:
-    """The STS suite record of the encoder ``source`` encoded in ``engine`` (default:
-    :meth:`Engine.from_environment`), evaluated once per distinct key: the model's files, the STS data's files, the
-    engine and precision that encode, and hardcse's code, the libraries' versions and the machine's kind
-    (hardcse/cache.py)."""
+def cached_eval(
+    source: str,
+    cache: Path | None = None,
+    engine: Engine | None = None,
+    tasks: Sequence[str] = ALL_TASKS,
+    pooling: str = "default",
+    device: str = "auto",
+) -> dict:
+    """The STS record of the encoder ``source`` on ``tasks`` (with ``pooling``, on ``device``) encoded in ``engine``
+    (default: :meth:`Engine.from_environment`), evaluated once per distinct key: the model's files, the tasks, the
+    pooling, the STS data's files, the engine and precision that encode, and hardcse's code, the libraries' versions
+    and the machine's kind (hardcse/cache.py). A record read back names its file (``read_from``) and has no
+    ``seconds``: reading took none of the evaluation's time."""
     from hardcse.cache import environment_digest
     from hardcse.devices import resolve_device
     from hardcse.evaluation.sts import write_sts_eval
@@ -115,17 +124,22 @@ def cached_eval(source: str, cache: Path | None = None, engine: Engine | None = 
     from hardcse.paths import data_dir
     from hardcse.resources import resolve_model
 
-    device = resolve_device("auto", "device")  # where write_sts_eval evaluates
+    where = resolve_device(device, "device")  # where write_sts_eval evaluates
     engine = engine or Engine.from_environment()
-    used = engine.on(device)
+    used = engine.on(where)
     precision = engine.precision if used == "openvino" else "-"
-    digest = hashlib.sha256(f"{model_fingerprint(resolve_model(source))}\0{used} {precision}\0".encode())
+    key = (
+        f"{model_fingerprint(resolve_model(source))}\0{used} {precision}\0tasks {' '.join(tasks)}\0pooling {pooling}\0"
+    )
+    digest = hashlib.sha256(key.encode())
     files_digest(data_dir() / "sts", digest)
-    environment_digest(digest, device, shared_code=True)  # evaluation runs the shared code only
+    environment_digest(digest, where, shared_code=True)  # evaluation runs the shared code only
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
-        return {**json.loads(path.read_text(encoding="utf-8")), "model": source}
-    return write_sts_eval(path, source, engine=engine)
+        record = {**json.loads(path.read_text(encoding="utf-8")), "model": source, "read_from": str(path)}
+        record.pop("seconds", None)
+        return record
+    return write_sts_eval(path, source, tasks, pooling, device, engine=engine)
 
 
 def load_result(source: str, cache: Path | None = None, engine: Engine | None = None) -> Result:
