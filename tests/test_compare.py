@@ -242,7 +242,7 @@ def test_an_unfinished_run_and_missing_cosines_name_the_fix(tmp_path):
 def test_encoders_are_evaluated_once_and_cached(tiny_encoder_dir, tmp_path, monkeypatch):
     calls = []
 
-    def fake_eval_of(path, source, engine):
+    def fake_eval_of(path, source, tasks, pooling, device, engine):
         calls.append(source)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"model": source, "scores": {}}))
@@ -251,7 +251,8 @@ def test_encoders_are_evaluated_once_and_cached(tiny_encoder_dir, tmp_path, monk
     monkeypatch.setattr("hardcse.evaluation.sts.write_sts_eval", fake_eval_of)
     first = load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
     again = load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
-    assert calls == [str(tiny_encoder_dir)] and first.record == again.record and first.config is None
+    assert calls == [str(tiny_encoder_dir)] and first.config is None
+    assert again.record == first.record | {"read_from": again.record["read_from"]}
     (tiny_encoder_dir / "extra.txt").write_text("changed files, another model")
     load_result(str(tiny_encoder_dir), cache=tmp_path / "cache")
     assert len(calls) == 2
