@@ -74,8 +74,8 @@ def main() -> None:
     ]
     if "make_demo_minutes" in result:
         lines.append(
-            f"| `hardcse prepare` | {result['prepare_minutes']} | the bundled generator converted and exported into "
-            "an empty model cache (`make install` does this) |"
+            f"| `hardcse prepare` | {result['prepare_minutes']} | the bundled generator converted and exported, "
+            "and the bundled encoder evaluated, into an empty model cache (`make install` does this) |"
         )
         lines.append(
             f"| `make demo` | {result['make_demo_minutes']} | the install done, a cache with what it prepared and "
