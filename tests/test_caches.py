@@ -120,9 +120,9 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     from hardcse import resources
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator import openvino as ov_generator
+    from hardcse.art.run import starting_scores
     from hardcse.cli import main
     from hardcse.config import load_config
-    from hardcse.evaluation.results import cached_eval
 
     script = """
         from hardcse.cli import main
@@ -155,8 +155,7 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
         assert str(ov_generator.export_generator(generator.model, generator)) == export
     demo = load_config(ArtRunConfig, "quickstart")  # and its round 0 reads the scores prepared (engine as prepare's)
     monkeypatch.setenv("HARDCSE_ENGINE", "auto")
-    start = {"tasks": demo.evaluated_tasks, "pooling": demo.pooling, "device": demo.device}
-    assert "read_from" in cached_eval(demo.encoder, engine=Engine.resolve(demo.engine), **start)
+    assert "read_from" in starting_scores(demo, Engine.resolve(demo.engine))
     assert main(["prepare"]) == 0  # prepared already: nothing to do
     model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
@@ -168,15 +167,15 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
 
 def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(tmp_path, monkeypatch, capsys):
     from hardcse import resources
+    from hardcse.art import run as art_run
     from hardcse.cli import main
     from hardcse.data.sts import ALL_TASKS
-    from hardcse.evaluation import results
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
     monkeypatch.setenv("HARDCSE_ENGINE", "torch")
     monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
     evaluated = []  # the encoder's evaluation, as the quickstart's round 0 asks for it (its engine: torch here)
-    monkeypatch.setattr(results, "cached_eval", lambda source, **kw: evaluated.append((source, kw)) or {"avg7": 78.9})
+    monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: evaluated.append((source, kw)) or {"avg7": 78.9})
     assert main(["prepare"]) == 0
     out = capsys.readouterr().out
     assert f"{resources.BUNDLED_GENERATOR} as a float checkpoint: {tmp_path / 'checkpoint'}" in out

@@ -143,13 +143,8 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -
     tasks = config.evaluated_tasks
     run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks, engine)
 
-    # the starting encoder's scores: evaluated once on this machine for these inputs, read back by a later run
-    # (whatever `reuse` says: the same inputs give the same scores)
-    start = {"tasks": tasks, "pooling": config.pooling, "device": config.device, "engine": engine}
     folder.stage(
-        "round_0.eval",
-        "round_0/eval.json",
-        lambda partial: write_json_atomic(partial, cached_eval(config.encoder, **start)),
+        "round_0.eval", "round_0/eval.json", lambda partial: write_json_atomic(partial, starting_scores(config, engine))
     )
     encoder_source, generator_source = config.encoder, config.generator.model
     for r, anchors in enumerate(blocks, start=1):
@@ -160,6 +155,15 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -
     folder.finish()
     run_on_main(lambda: write_report(folder.dir))
     return Path(encoder_source)
+
+
+def starting_scores(config: ArtRunConfig, engine: Engine) -> dict:
+    """The starting encoder's STS record as round 0 reports it: evaluated once on this machine for these inputs and
+    read back by a later run, whatever ``reuse`` says (the same inputs give the same scores). ``hardcse prepare``
+    calls it with the quickstart's config so that a first run finds it."""
+    return cached_eval(
+        config.encoder, tasks=config.evaluated_tasks, pooling=config.pooling, device=config.device, engine=engine
+    )
 
 
 def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, generator_source: str) -> tuple[str, str]:

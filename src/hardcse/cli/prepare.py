@@ -10,7 +10,7 @@ OpenVINO (``auto`` on a CPU with OpenVINO installed, not under ``HARDCSE_ENGINE=
 weights (``generator.openvino_weights: int8`` exports on first use).
 
 It also evaluates the bundled encoder as the quickstart's round 0 does (its tasks, pooling, device and engine), into
-the evaluation cache a run reads (:func:`hardcse.evaluation.results.cached_eval`).
+the evaluation cache a run reads (:func:`hardcse.art.run.starting_scores`).
 
 When a run still converts: the keys hold hardcse's code, the libraries' versions and the CPU with torch's thread
 count, so after an upgrade, under another ``OMP_NUM_THREADS`` or under a launcher (one thread a process) the first
@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> None:
     import time
 
     from hardcse.art.config import ArtRunConfig, GeneratorConfig
+    from hardcse.art.run import starting_scores
     from hardcse.config import load_config
     from hardcse.devices import resolve_device
     from hardcse.engines import Engine, openvino_installed
-    from hardcse.evaluation.results import cached_eval
     from hardcse.resources import BUNDLED_GENERATOR, bundled_generator_dir
 
     start = time.perf_counter()
@@ -59,7 +59,6 @@ def run(args: argparse.Namespace) -> None:
             reason = "OpenVINO is not installed" if not openvino_installed() else "a GPU is visible"
         print(f"no OpenVINO export (runs here generate in PyTorch: {reason})")
     demo = load_config(ArtRunConfig, "quickstart")
-    settings = {"tasks": demo.evaluated_tasks, "pooling": demo.pooling, "device": demo.device}
-    record = cached_eval(demo.encoder, engine=Engine.resolve(demo.engine), **settings)
+    record = starting_scores(demo, Engine.resolve(demo.engine))
     print(f"{demo.encoder} evaluated as a run's round 0 reads it: avg7 {record['avg7']:.2f}")
     print(f"prepared in {time.perf_counter() - start:.0f} s", file=sys.stderr)
