@@ -139,7 +139,9 @@ def test_kl_is_exactly_zero_when_policy_equals_reference(tiny_lm_dir, dtype):
     rollouts, forwards = [], []
     kl_shaped, forward = trainer.algorithm.advantages, trainer.forward
     trainer.algorithm.advantages = lambda rollout: rollouts.append(rollout) or kl_shaped(rollout)
-    trainer.forward = lambda samples: forwards.append(samples.response_ids.tolist()) or forward(samples)
+    trainer.forward = lambda samples, prefixes: (
+        forwards.append(samples.response_ids.tolist()) or forward(samples, prefixes)
+    )
     torch.manual_seed(1)
     prompts = ["the cat", "a dog runs good very", "the", "very good", "the cat runs", "a dog"]
     stats = trainer.step(prompts, ["positive", "negative"] * 3, good_share)
@@ -149,6 +151,36 @@ def test_kl_is_exactly_zero_when_policy_equals_reference(tiny_lm_dir, dtype):
     # the reference's forwards take the rows pi_old's took, minibatch by minibatch (this toy model rounds alike
     # whatever the batch; SmolLM2 in bfloat16 does not)
     assert len(forwards) >= 6 and forwards[3:6] == forwards[:3] and all(len(rows) == 2 for rows in forwards[:6])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_pi_old_and_pi_ref_share_each_prefix_within_their_own_forwards_and_change_no_number(tiny_lm_dir, dtype):
+    # a trained adapter (LoRA B != 0): the policy and the reference differ, so a prefix state shared across the two
+    # would show; each prefix is computed once for log pi_old and once for log pi_ref
+    gen = dataclasses.replace(GEN, dtype=dtype)
+    model, tokenizer = load_generator(str(tiny_lm_dir), gen, trainable=True)
+    torch.manual_seed(2)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.5)
+    trainer = RLTrainer(model, tokenizer, gen, RLConfig(batch_size=6, minibatch_size=2, epochs=1))
+    prompts = ["the cat", "a dog runs good very", "the", "very good", "the cat runs", "a dog"]
+    samples = sample(model, tokenizer, prompts, gen, groups=["positive", "negative"] * 3)
+    minibatches = trainer.minibatches(len(prompts))[0]
+    computed = []
+    forward = trainer.forward
+    trainer.forward = lambda part, prefixes: computed.append(id(prefixes)) or forward(part, prefixes)
+    old, _, _ = trainer.old_policy(samples, minibatches)
+    ref = trainer.reference_logprobs(samples, minibatches)
+    assert len(set(computed)) == 2  # one set of prefix states for pi_old's forwards, another for pi_ref's
+    mask = samples.response_mask
+    assert not torch.equal(old * mask, ref * mask)
+    with torch.no_grad():  # each minibatch alone, its prefixes computed afresh
+        for rows in minibatches:
+            assert torch.equal(old[rows], forward(samples.select(rows))[0])
+            with model.disable_adapter():
+                assert torch.equal(ref[rows], forward(samples.select(rows))[0])
 
 
 def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):

@@ -179,9 +179,12 @@ class RLTrainer:
         return True
 
     # ----- the forwards ------------------------------------------------------------------------------------------
-    def forward(self, samples: Samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, samples: Samples, prefixes: dict | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
-        sampling distribution softmax(logits / temperature)."""
+        sampling distribution softmax(logits / temperature). ``prefixes``: the prompt prefixes' states that forwards
+        of the same, unchanged policy share (:func:`hardcse.art.generator.prefix.rows_cache`)."""
         decoder, head = decoder_and_head(self.model)
         if self.config.gradient_checkpointing:
             # every forward over whole prompts, not only the checkpointed ones: pi_old and pi are the same sums
@@ -191,7 +194,7 @@ class RLTrainer:
             finally:
                 decoder.train(False)
         else:
-            hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+            hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask, prefixes)
         # the LM head only where a response token is (a 49k-word head is a third of a forward), on a 2-d input:
         # a 3-d one makes torch broadcast-copy the head's weight once per row
         valid = samples.response_mask.bool()
@@ -202,20 +205,21 @@ class RLTrainer:
         entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
 
-    def policy_outputs(self, samples: Samples) -> PolicyOutputs:
-        logprobs, entropy, hidden = self.forward(samples)
+    def policy_outputs(self, samples: Samples, prefixes: dict | None = None) -> PolicyOutputs:
+        logprobs, entropy, hidden = self.forward(samples, prefixes)
         return PolicyOutputs(logprobs, entropy, self.algorithm.values(hidden))
 
     def old_policy(
         self, samples: Samples, minibatches: list[torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor | None, PolicyOutputs]:
         """(log pi_old, V_old or None, the first minibatch's outputs) over ``minibatches``. Only the first forward
-        builds a graph: it is also the first update's forward (step 5)."""
+        builds a graph: it is also the first update's forward (step 5). Each prompt prefix is computed once, by the
+        first forward that needs it (the policy does not change until step 5)."""
         mask = samples.response_mask
-        logprobs, values, first = torch.zeros_like(mask), torch.zeros_like(mask), None
+        logprobs, values, first, prefixes = torch.zeros_like(mask), torch.zeros_like(mask), None, {}
         for i, rows in enumerate(minibatches):
             with torch.set_grad_enabled(i == 0):
-                outputs = self.policy_outputs(samples.select(rows))
+                outputs = self.policy_outputs(samples.select(rows), prefixes)
             first = outputs if i == 0 else first
             logprobs[rows] = outputs.logprobs.detach()
             if outputs.values is not None:
@@ -226,11 +230,11 @@ class RLTrainer:
     def reference_logprobs(self, samples: Samples, minibatches: list[torch.Tensor]) -> torch.Tensor:
         """log pi_ref (the adapter disabled) by the forwards log pi_old takes, one a minibatch of ``minibatches``:
         where the policy is the reference, KL_t is exactly 0 (one forward over all rows rounds otherwise in
-        bfloat16, step 2)."""
-        logprobs = torch.zeros_like(samples.response_mask)
+        bfloat16, step 2). Each prompt prefix is computed once."""
+        logprobs, prefixes = torch.zeros_like(samples.response_mask), {}
         with self.model.disable_adapter():
             for rows in minibatches:
-                logprobs[rows] = self.forward(samples.select(rows))[0]
+                logprobs[rows] = self.forward(samples.select(rows), prefixes)[0]
         return logprobs
 
     def minibatches(self, n: int) -> list[list[torch.Tensor]]:
