@@ -120,8 +120,8 @@ def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as
 
         return recording_sample
 
-    def variant_forward(self, samples):  # noqa: ANN001, ANN202
-        return around_forward(self, samples, forward)
+    def variant_forward(self, samples, *shared):  # noqa: ANN001, ANN002, ANN202 (shared: the prefixes, where taken)
+        return around_forward(self, samples, lambda trainer, rows: forward(trainer, rows, *shared))
 
     @contextmanager
     def counting_timer(self, timings, name):  # noqa: ANN001, ANN202
