@@ -183,6 +183,23 @@ def test_pi_old_and_pi_ref_share_each_prefix_within_their_own_forwards_and_chang
                 assert torch.equal(ref[rows], forward(samples.select(rows))[0])
 
 
+@pytest.mark.parametrize(("dtype", "inside"), [("bfloat16", "eager"), ("float32", "sdpa")])
+def test_the_trainers_forwards_attend_eagerly_in_bfloat16_on_a_cpu_and_sampling_keeps_sdpa(tiny_lm_dir, dtype, inside):
+    gen = dataclasses.replace(GEN, dtype=dtype)
+    model, tokenizer = load_generator(str(tiny_lm_dir), gen, trainable=True)
+    trainer = RLTrainer(model, tokenizer, gen, RLConfig(batch_size=2, minibatch_size=1, epochs=1))
+    base = model.get_base_model()
+    seen = []
+    base.model.layers[0].self_attn.register_forward_pre_hook(
+        lambda module, args: seen.append(module.config._attn_implementation)
+    )
+    samples = sample(model, tokenizer, ["the cat", "a dog"], gen)
+    assert set(seen) == {"sdpa"}
+    seen.clear()
+    trainer.forward(samples)
+    assert set(seen) == {inside} and base.config._attn_implementation == "sdpa"
+
+
 def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
     config = RLConfig(batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, kl_coef=0.01, seed=0)

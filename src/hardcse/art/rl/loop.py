@@ -8,11 +8,13 @@ writes each prompt G times, group after group, ``RLConfig.rows_per_prompt``); th
 together.
 
 The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
-in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one policy. log pi_old
+in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one policy (in
+bfloat16 on a CPU the trainer's forwards attend eagerly, sampling by SDPA: the same maths, rounded apart). log pi_old
 comes from the very forward the first epoch's update runs over the same rows, whoever sampled them (the policy, or
 OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. log pi_ref
-comes from the same forwards with the adapter disabled, so KL_t is exactly 0 where the policy is the reference. Only
-the generated positions go through the LM head. Under several processes each rank samples and optimises its own rollouts
+comes from the same forwards with the adapter disabled, so KL_t is exactly 0 where the policy is the reference.
+log pi_old's forwards compute each prompt prefix once, as do log pi_ref's. Only the generated positions go through
+the LM head. Under several processes each rank samples and optimises its own rollouts
 and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph run
 the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers checkpoints
 its layers.
@@ -186,15 +188,8 @@ class RLTrainer:
         sampling distribution softmax(logits / temperature). ``prefixes``: the prompt prefixes' states that forwards
         of the same, unchanged policy share (:func:`hardcse.art.generator.prefix.rows_cache`)."""
         decoder, head = decoder_and_head(self.model)
-        if self.config.gradient_checkpointing:
-            # every forward over whole prompts, not only the checkpointed ones: pi_old and pi are the same sums
-            decoder.train(torch.is_grad_enabled())
-            try:
-                hidden = whole_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
-            finally:
-                decoder.train(False)
-        else:
-            hidden = continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask, prefixes)
+        with self.training_attention():
+            hidden = self.response_states(decoder, samples, prefixes)
         # the LM head only where a response token is (a 49k-word head is a third of a forward), on a 2-d input:
         # a 3-d one makes torch broadcast-copy the head's weight once per row
         valid = samples.response_mask.bool()
@@ -204,6 +199,34 @@ class RLTrainer:
         logprobs[valid] = torch.gather(logp_all, 1, samples.response_ids[valid].unsqueeze(-1)).squeeze(-1)
         entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
+
+    def response_states(self, decoder: nn.Module, samples: Samples, prefixes: dict | None) -> torch.Tensor:
+        """The decoder's last-layer states that predict each response token, (B, T, H)."""
+        if not self.config.gradient_checkpointing:
+            return continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask, prefixes)
+        # every forward over whole prompts, not only the checkpointed ones: pi_old and pi are the same sums
+        decoder.train(torch.is_grad_enabled())
+        try:
+            return whole_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask)
+        finally:
+            decoder.train(False)
+
+    @contextmanager
+    def training_attention(self) -> Iterator[None]:
+        """The trainer's forwards (pi_old, pi_ref and pi alike) in transformers' eager attention where the LM runs
+        in bfloat16 on a CPU: there PyTorch's SDPA (a flash kernel) takes about twice as long over a forward and
+        backward at RL's shapes (~50 query x ~150 key positions; benchmarks/results/rl_training_forwards.md).
+        Sampling keeps the model's own attention; in float32 and on a GPU, SDPA stays."""
+        base = self.model.get_base_model()
+        if self.model.device.type != "cpu" or base.dtype != torch.bfloat16:
+            yield
+            return
+        previous = base.config._attn_implementation
+        base.set_attn_implementation("eager")
+        try:
+            yield
+        finally:
+            base.set_attn_implementation(previous)
 
     def policy_outputs(self, samples: Samples, prefixes: dict | None = None) -> PolicyOutputs:
         logprobs, entropy, hidden = self.forward(samples, prefixes)
