@@ -154,9 +154,9 @@ def test_kl_is_exactly_zero_when_policy_equals_reference(tiny_lm_dir, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_pi_old_and_pi_ref_share_each_prefix_within_their_own_forwards_and_change_no_number(tiny_lm_dir, dtype):
-    # a trained adapter (LoRA B != 0): the policy and the reference differ, so a prefix state shared across the two
-    # would show; each prefix is computed once for log pi_old and once for log pi_ref
+def test_pi_old_and_pi_ref_share_prefix_caches_within_their_own_forwards_and_change_no_number(tiny_lm_dir, dtype):
+    # a trained adapter (LoRA B != 0): the policy and the reference differ, so a prefix cache shared across the two
+    # would show; minibatches that continue the same prefixes compute them once for log pi_old, once for log pi_ref
     gen = dataclasses.replace(GEN, dtype=dtype)
     model, tokenizer = load_generator(str(tiny_lm_dir), gen, trainable=True)
     torch.manual_seed(2)
@@ -168,12 +168,16 @@ def test_pi_old_and_pi_ref_share_each_prefix_within_their_own_forwards_and_chang
     prompts = ["the cat", "a dog runs good very", "the", "very good", "the cat runs", "a dog"]
     samples = sample(model, tokenizer, prompts, gen, groups=["positive", "negative"] * 3)
     minibatches = trainer.minibatches(len(prompts))[0]
-    computed = []
+    shared = []
     forward = trainer.forward
-    trainer.forward = lambda part, prefixes: computed.append(id(prefixes)) or forward(part, prefixes)
+    trainer.forward = lambda part, prefixes: shared.append(prefixes) or forward(part, prefixes)
     old, _, _ = trainer.old_policy(samples, minibatches)
     ref = trainer.reference_logprobs(samples, minibatches)
-    assert len(set(computed)) == 2  # one set of prefix states for pi_old's forwards, another for pi_ref's
+    assert len({id(p) for p in shared}) == 2  # one set of prefix caches for pi_old's forwards, another for pi_ref's
+    batches = [samples.select(rows).prompts for rows in minibatches]
+    distinct = {(str(b.prefix_ids.tolist()), str(b.prefix_mask.tolist())) for b in batches}
+    assert len(distinct) < len(minibatches)  # some minibatches continue the same prefixes: they share a cache
+    assert len(shared[0]) == len(shared[-1]) == len(distinct)
     mask = samples.response_mask
     assert not torch.equal(old * mask, ref * mask)
     with torch.no_grad():  # each minibatch alone, its prefixes computed afresh

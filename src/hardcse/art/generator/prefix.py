@@ -3,11 +3,11 @@
 ART's prompts of one kind share everything up to the anchor (system prompt, few-shot turns, the instruction),
 about four fifths of their tokens. A :class:`PromptBatch` splits each tokenised prompt into the longest token
 prefix it shares with its group (one group per kind, or per prompt for GRPO's repeated prompts) and the rest.
-Each prefix goes through the model once, alone (one row, no padding: its numbers are the same whichever prefixes
-share the batch), and each of the B rows continues from its group's cache: the same numbers as the full prompt
-(left padding sits before each part and is masked), at a fraction of the cost of a forward over every prompt.
-Forwards of one unchanged model may share the prefixes' states (:func:`rows_cache`'s ``computed``): RL's log pi_old
-and log pi_ref compute each prefix once a step, not once a minibatch.
+The prefixes go through the model once, as a batch of G rows, and each of the B rows continues from its
+group's cache: the same numbers as the full prompt (left padding sits before each part and is masked),
+at a fraction of the cost of a forward over every prompt. Forwards of one unchanged model may share the prefixes'
+cache (:func:`prefix_cache`'s ``computed``): RL's log pi_old and log pi_ref compute a minibatch's prefixes once a
+step where minibatches continue the same prefixes (PPO's: both kinds), not once a minibatch.
 """
 
 from __future__ import annotations
@@ -107,51 +107,37 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
     return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
-# one prefix's keys and values, a (1, heads, P, head_dim) pair a layer
-PrefixStates = list[tuple[torch.Tensor, torch.Tensor]]
+# the G prefixes' key/value cache by their token ids and mask: a forward's shared work (see continue_rows)
+PrefixCaches = dict[tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]], DynamicCache]
 
 
-def prefix_states(decoder: nn.Module, ids: torch.Tensor) -> PrefixStates:
-    """The key/value states of one prefix, (P,) token ids, by a forward of its own (one row, no padding): its numbers
-    do not depend on which other prefixes a batch holds (with gradients when they are enabled: LoRA changes them)."""
+def prefix_cache(decoder: nn.Module, batch: PromptBatch, computed: PrefixCaches | None = None) -> DynamicCache:
+    """The key/value cache of the G prefixes, one forward of G rows (with gradients when they are enabled: LoRA
+    changes them). ``computed``: the caches that this model, unchanged since, computed already, by the prefixes'
+    token ids and mask (the same rows, the same forward, the same numbers); one not in it is computed and added."""
+    key = (tuple(map(tuple, batch.prefix_ids.tolist())), tuple(map(tuple, batch.prefix_mask.tolist())))
+    if computed is not None and key in computed:
+        return computed[key]
     cache = DynamicCache()
-    decoder(
-        input_ids=ids.unsqueeze(0),
-        attention_mask=torch.ones_like(ids).unsqueeze(0),
-        position_ids=torch.arange(len(ids), device=ids.device).unsqueeze(0),
-        past_key_values=cache,
-        use_cache=True,
-    )
-    return [(layer.keys, layer.values) for layer in cache.layers]
-
-
-def rows_cache(
-    decoder: nn.Module, batch: PromptBatch, computed: dict[tuple[int, ...], PrefixStates] | None = None
-) -> DynamicCache:
-    """A cache with row i holding the prefix of its group, left-padded with zeros to the batch's prefix width (the
-    prefix mask hides them). ``computed``: the states of prefixes that this model, unchanged since, computed already,
-    by their token ids; a prefix not in it is computed and added. Differentiable."""
-    width, lengths = batch.prefix_ids.shape[1], batch.prefix_mask.sum(dim=1).tolist()
-    states: list[PrefixStates | None] = []
-    for g, n in enumerate(lengths):
-        ids = batch.prefix_ids[g, width - n :]
-        key = tuple(ids.tolist())
-        if n and computed is not None and key in computed:
-            states.append(computed[key])
-        elif n:
-            states.append(prefix_states(decoder, ids))
-            if computed is not None:
-                computed[key] = states[-1]
-        else:
-            states.append(None)  # a group that shares no prefix: padding only
-    rows = DynamicCache()
-    first = next((state for state in states if state is not None), None)
-    for layer in range(len(first) if first else 0):
-        keys, values = (
-            torch.cat([_left_padded(s and s[layer][i], width, first[layer][i]) for s in states])[batch.group]
-            for i in (0, 1)
+    if batch.prefix_ids.shape[1] > 0:
+        decoder(
+            input_ids=batch.prefix_ids,
+            attention_mask=batch.prefix_mask,
+            position_ids=positions(batch.prefix_mask),
+            past_key_values=cache,
+            use_cache=True,
         )
-        rows.update(keys, values, layer)
+    if computed is not None:
+        computed[key] = cache
+    return cache
+
+
+def rows_cache(cache: DynamicCache, group: torch.Tensor) -> DynamicCache:
+    """A new cache with row i holding the prefix of ``group[i]`` (differentiable; the prefix cache is kept)."""
+    rows = DynamicCache()
+    for layer, cached in enumerate(cache.layers):
+        if cached.keys is not None and cached.keys.numel():
+            rows.update(cached.keys[group], cached.values[group], layer)
     return rows
 
 
@@ -185,23 +171,16 @@ def _packed_states(
     return torch.gather(hidden, 1, column.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
 
 
-def _left_padded(states: torch.Tensor | None, width: int, like: torch.Tensor) -> torch.Tensor:
-    """(1, heads, n, head_dim) states left-padded with zeros to ``width`` positions (None: zeros only)."""
-    if states is None:
-        return like.new_zeros(*like.shape[:2], width, like.shape[3])
-    return torch.nn.functional.pad(states, (0, 0, width - states.shape[2], 0))
-
-
 def continue_rows(
     decoder: nn.Module,
     batch: PromptBatch,
     response_ids: torch.Tensor,
     response_mask: torch.Tensor,
-    computed: dict[tuple[int, ...], PrefixStates] | None = None,
+    computed: PrefixCaches | None = None,
 ) -> torch.Tensor:
-    """Each row's suffix and response on top of its prefix's cache (``computed``: as :func:`rows_cache`), packed:
-    the row's real tokens (suffix, then the response up to its end) are left-padded together, so a batch is as wide
-    as its longest row, not as its longest suffix plus its longest response.
+    """Each row's suffix and response on top of its prefix's cache (``computed``: as :func:`prefix_cache`),
+    packed: the row's real tokens (suffix, then the response up to its end) are left-padded together, so a batch is
+    as wide as its longest row, not as its longest suffix plus its longest response.
 
     Returns the last-layer hidden states that predict each response token, (B, T, H); past a row's end they
     repeat a state of the row (mask them)."""
@@ -212,7 +191,7 @@ def continue_rows(
         torch.cat([batch.suffix_ids[i, width - int(suffix_len[i]) :], response_ids[i, : int(response_len[i])]])
         for i in range(len(batch))
     ]
-    cache = rows_cache(decoder, batch, computed)
+    cache = rows_cache(prefix_cache(decoder, batch, computed), batch.group)
     return _packed_states(decoder, rows, response_len, response_ids.shape[1], cache, batch.prefix_mask[batch.group])
 
 

@@ -26,7 +26,7 @@ from transformers import AutoConfig, GenerationConfig, PreTrainedModel, PreTrain
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from hardcse.art.config import GeneratorConfig
-from hardcse.art.generator.prefix import PromptBatch, encode_prompts, positions, rows_cache
+from hardcse.art.generator.prefix import PromptBatch, encode_prompts, positions, prefix_cache, rows_cache
 from hardcse.art.generator.stopping import stop_ids
 
 
@@ -140,7 +140,7 @@ def _sample(
     device, n = batch.suffix_ids.device, len(batch)  # every tensor below lives where the model does
     stop = torch.tensor(stop_ids(tokenizer, eos_token_ids(model, tokenizer), config), device=device)
     budget = torch.tensor(limits, dtype=torch.long, device=device)
-    cache = rows_cache(decoder, batch)
+    cache = rows_cache(prefix_cache(decoder, batch), batch.group)
     attention = torch.cat([batch.prefix_mask[batch.group], batch.suffix_mask], dim=1)
     input_ids, position_ids = batch.suffix_ids, positions(attention)[:, -batch.suffix_ids.shape[1] :]
     alive = torch.arange(n, device=device)

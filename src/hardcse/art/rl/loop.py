@@ -13,7 +13,8 @@ bfloat16 on a CPU the trainer's forwards attend eagerly, sampling by SDPA: the s
 comes from the very forward the first epoch's update runs over the same rows, whoever sampled them (the policy, or
 OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. log pi_ref
 comes from the same forwards with the adapter disabled, so KL_t is exactly 0 where the policy is the reference.
-log pi_old's forwards compute each prompt prefix once, as do log pi_ref's. Only the generated positions go through
+log pi_old's forwards compute a minibatch's prompt prefixes once a step where minibatches repeat them (PPO's two
+kinds), as do log pi_ref's. Only the generated positions go through
 the LM head. Under several processes each rank samples and optimises its own rollouts
 and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph run
 the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers checkpoints
@@ -185,8 +186,8 @@ class RLTrainer:
         self, samples: Samples, prefixes: dict | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
-        sampling distribution softmax(logits / temperature). ``prefixes``: the prompt prefixes' states that forwards
-        of the same, unchanged policy share (:func:`hardcse.art.generator.prefix.rows_cache`)."""
+        sampling distribution softmax(logits / temperature). ``prefixes``: the prompt prefixes' caches that forwards
+        of the same, unchanged policy share (:func:`hardcse.art.generator.prefix.prefix_cache`)."""
         decoder, head = decoder_and_head(self.model)
         with self.training_attention():
             hidden = self.response_states(decoder, samples, prefixes)
@@ -236,8 +237,8 @@ class RLTrainer:
         self, samples: Samples, minibatches: list[torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor | None, PolicyOutputs]:
         """(log pi_old, V_old or None, the first minibatch's outputs) over ``minibatches``. Only the first forward
-        builds a graph: it is also the first update's forward (step 5). Each prompt prefix is computed once, by the
-        first forward that needs it (the policy does not change until step 5)."""
+        builds a graph: it is also the first update's forward (step 5). Minibatches that continue the same prefixes
+        share their cache, computed by the first forward that needs it (the policy does not change until step 5)."""
         mask = samples.response_mask
         logprobs, values, first, prefixes = torch.zeros_like(mask), torch.zeros_like(mask), None, {}
         for i, rows in enumerate(minibatches):
@@ -253,7 +254,7 @@ class RLTrainer:
     def reference_logprobs(self, samples: Samples, minibatches: list[torch.Tensor]) -> torch.Tensor:
         """log pi_ref (the adapter disabled) by the forwards log pi_old takes, one a minibatch of ``minibatches``:
         where the policy is the reference, KL_t is exactly 0 (one forward over all rows rounds otherwise in
-        bfloat16, step 2). Each prompt prefix is computed once."""
+        bfloat16, step 2). Minibatches that continue the same prefixes share their cache."""
         logprobs, prefixes = torch.zeros_like(samples.response_mask), {}
         with self.model.disable_adapter():
             for rows in minibatches:
