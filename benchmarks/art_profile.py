@@ -170,11 +170,15 @@ def profile_rl(config, discriminator, work: Path, steps: int, variant: str = "as
 
 def _with_attention(self, samples, forward, implementation: str):  # noqa: ANN001, ANN202
     """The training forward with the decoder's attention ``implementation`` (sampling keeps SDPA)."""
+    import contextlib
+
     decoder = self.model.base_model.model
     decoder.set_attn_implementation(implementation)
+    self.training_attention = contextlib.nullcontext  # not the loop's own choice (eager in bf16 on a CPU)
     try:
         return forward(self, samples)
     finally:
+        del self.training_attention
         decoder.set_attn_implementation("sdpa")
 
 

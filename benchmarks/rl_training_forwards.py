@@ -84,7 +84,8 @@ def measure(steps: int, repeats: int) -> dict:
     model, tokenizer = load_generator(config.generator.model, config.generator, trainable=True)
     trainer = RLTrainer(model, tokenizer, config.generator, rl)
     anchors = split_anchors(config.anchors).train
-    start_weights = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    trained = [p for group in trainer.optimizer.param_groups for p in group["params"]]  # LoRA and the value head
+    start_weights = [p.detach().clone() for p in trained]
     start_optimizer = trainer.optimizer.state_dict()
     rollouts = []
     for step in range(1, steps + 1):
@@ -100,9 +101,8 @@ def measure(steps: int, repeats: int) -> dict:
             way(trainer, name)
             for step, (samples, scores) in enumerate(rollouts):
                 with torch.no_grad():
-                    for n, p in model.named_parameters():
-                        if n in start_weights:
-                            p.copy_(start_weights[n])
+                    for p, start in zip(trained, start_weights, strict=True):
+                        p.copy_(start)
                 trainer.optimizer.load_state_dict(start_optimizer)
                 trainer.step_count = step
                 timed = one_pass(trainer, samples, scores)

@@ -158,7 +158,8 @@ def test_raw_llm_run_with_no_triplets_kept_and_no_judge(run_config, tmp_path):
     assert training == training | {"triplets": 0, "trained": False, "handed_on": "previous"}
     scores = [json.loads((run / r / "eval.json").read_text())["scores"] for r in ("round_0", "round_1")]
     assert scores[0] == scores[1]
-    assert "seconds" not in json.loads((run / "round_1" / "eval.json").read_text())  # copied, not timed
+    copied = json.loads((run / "round_1" / "eval.json").read_text())  # copied, not timed, nor read from a cache
+    assert "seconds" not in copied and "read_from" not in copied and copied["copied_from"].endswith("eval.json")
     handed_on = SentenceTransformer(str(final), device="cpu")
     assert handed_on.encode(["the cat runs"]).shape == (1, 32)
     # keep-better's previous score is training's own evaluator on the encoder it would hand on (not eval.json's,

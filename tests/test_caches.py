@@ -528,3 +528,36 @@ def test_a_discriminator_that_cannot_be_kept_costs_a_warning_not_the_run(tmp_pat
     kept.train_or_copy(load_config(NLITrainConfig, overrides=["max_examples=8"]), tmp_path / "discriminator")
     assert (tmp_path / "discriminator" / "training.json").is_file()
     assert "not kept" in caplog.text and "No space left on device" in caplog.text
+
+
+def test_an_evaluation_of_a_folder_that_loads_hardcses_own_modules_follows_all_of_hardcses_code(tmp_path, monkeypatch):
+    # a DiffAug encoder's modules.json names hardcse.diffaug's prefixed transformer: its scores depend on that code,
+    # which the shared code's digest leaves out
+    import json
+
+    from hardcse import cache
+    from hardcse.evaluation import results
+    from hardcse.evaluation import sts as sts_module
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    plain, prefixed = tmp_path / "plain", tmp_path / "prefixed"
+    for folder, module in (
+        (plain, "sentence_transformers.models.Transformer"),
+        (prefixed, "hardcse.diffaug.prefix.PrefixedTransformer"),
+    ):
+        folder.mkdir()
+        (folder / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": module}]))
+    evaluated = []
+
+    def write(path, source, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        evaluated.append(source)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"avg7": 1.0, "scores": {}}))
+        return {"avg7": 1.0, "scores": {}}
+
+    monkeypatch.setattr(sts_module, "write_sts_eval", write)
+    for upper_layers in ("upper layers as they were", "upper layers changed"):
+        monkeypatch.setattr(cache, "code_digest", lambda without=(), upper=upper_layers: "shared" if without else upper)
+        for folder in (plain, prefixed):
+            results.cached_eval(str(folder), engine=Engine("torch", "float32"), tasks=["STS-B-dev"])
+    assert evaluated == [str(plain), str(prefixed), str(prefixed)]  # the plain folder's scores were read back

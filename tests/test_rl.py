@@ -187,11 +187,18 @@ def test_pi_old_and_pi_ref_share_prefix_caches_within_their_own_forwards_and_cha
                 assert torch.equal(ref[rows], forward(samples.select(rows))[0])
 
 
-@pytest.mark.parametrize(("dtype", "inside"), [("bfloat16", "eager"), ("float32", "sdpa")])
-def test_the_trainers_forwards_attend_eagerly_in_bfloat16_on_a_cpu_and_sampling_keeps_sdpa(tiny_lm_dir, dtype, inside):
+@pytest.mark.parametrize(
+    ("dtype", "checkpointing", "inside"),
+    [("bfloat16", False, "eager"), ("float32", False, "sdpa"), ("bfloat16", True, "sdpa")],
+)
+def test_the_trainers_forwards_attend_eagerly_in_bfloat16_on_a_cpu_and_sampling_keeps_sdpa(
+    tiny_lm_dir, dtype, checkpointing, inside
+):
+    # under gradient checkpointing the backward recomputes the layers after the forward: SDPA throughout
     gen = dataclasses.replace(GEN, dtype=dtype)
     model, tokenizer = load_generator(str(tiny_lm_dir), gen, trainable=True)
-    trainer = RLTrainer(model, tokenizer, gen, RLConfig(batch_size=2, minibatch_size=1, epochs=1))
+    config = RLConfig(batch_size=2, minibatch_size=1, epochs=1, gradient_checkpointing=checkpointing)
+    trainer = RLTrainer(model, tokenizer, gen, config)
     base = model.get_base_model()
     seen = []
     base.model.layers[0].self_attn.register_forward_pre_hook(
@@ -202,6 +209,8 @@ def test_the_trainers_forwards_attend_eagerly_in_bfloat16_on_a_cpu_and_sampling_
     seen.clear()
     trainer.forward(samples)
     assert set(seen) == {inside} and base.config._attn_implementation == "sdpa"
+    stats = trainer.step(["the cat", "a dog"], [0, 1], good_share)  # an update's backward runs as its forward did
+    assert not stats["skipped"] and stats["skipped_batches"] == 0
 
 
 def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):

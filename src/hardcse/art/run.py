@@ -370,6 +370,7 @@ def _evaluate_round(
             "copied_from": str(previous),
         }
         record.pop("seconds", None)  # copied, not timed
+        record.pop("read_from", None)  # round 0's cache file held the starting encoder's record, not this one
         write_json_atomic(out, record)
         return
     write_sts_eval(out, str(encoder_dir), tasks, device=device, engine=engine)

@@ -16,7 +16,7 @@ from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
 
 
-def _hardcse_modules(path: Path) -> bool:
+def loads_hardcse_modules(path: Path) -> bool:
     """Whether the folder's modules.json names hardcse's own modules (DiffAug's prefixed transformer). They are
     imported from the installed package, which sentence-transformers 6 allows only with trust_remote_code."""
     modules = path / "modules.json"
@@ -50,7 +50,7 @@ def load_encoder(
     where = str(resolve_device(device, device_key))
     with loading(f"encoder {source}", path):
         model = SentenceTransformer(
-            str(path), device=where, local_files_only=True, trust_remote_code=_hardcse_modules(path)
+            str(path), device=where, local_files_only=True, trust_remote_code=loads_hardcse_modules(path)
         )
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length

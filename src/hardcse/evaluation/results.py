@@ -119,6 +119,7 @@ def cached_eval(
     ``seconds``: reading took none of the evaluation's time."""
     from hardcse.cache import environment_digest
     from hardcse.devices import resolve_device
+    from hardcse.encoder.build import loads_hardcse_modules
     from hardcse.evaluation.sts import write_sts_eval
     from hardcse.fingerprint import files_digest
     from hardcse.paths import data_dir
@@ -126,14 +127,13 @@ def cached_eval(
 
     where = resolve_device(device, "device")  # where write_sts_eval evaluates
     engine = engine or Engine.from_environment()
-    used = engine.on(where)
+    used, model_path = engine.on(where), resolve_model(source)
     precision = engine.precision if used == "openvino" else "-"
-    key = (
-        f"{model_fingerprint(resolve_model(source))}\0{used} {precision}\0tasks {' '.join(tasks)}\0pooling {pooling}\0"
-    )
+    key = f"{model_fingerprint(model_path)}\0{used} {precision}\0tasks {' '.join(tasks)}\0pooling {pooling}\0"
     digest = hashlib.sha256(key.encode())
     files_digest(data_dir() / "sts", digest)
-    environment_digest(digest, where, shared_code=True)  # evaluation runs the shared code only
+    # evaluation runs the shared code only, unless the model folder loads hardcse's own modules (DiffAug's)
+    environment_digest(digest, where, shared_code=not loads_hardcse_modules(model_path))
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
     if path.is_file():
         record = {**json.loads(path.read_text(encoding="utf-8")), "model": source, "read_from": str(path)}

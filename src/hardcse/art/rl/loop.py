@@ -217,9 +217,10 @@ class RLTrainer:
         """The trainer's forwards (pi_old, pi_ref and pi alike) in transformers' eager attention where the LM runs
         in bfloat16 on a CPU: there PyTorch's SDPA (a flash kernel) takes about twice as long over a forward and
         backward at RL's shapes (~50 query x ~150 key positions; benchmarks/results/rl_training_forwards.md).
-        Sampling keeps the model's own attention; in float32 and on a GPU, SDPA stays."""
+        Sampling keeps the model's own attention; in float32, on a GPU and under gradient checkpointing (its
+        backward recomputes the layers after this context has ended), SDPA stays."""
         base = self.model.get_base_model()
-        if self.model.device.type != "cpu" or base.dtype != torch.bfloat16:
+        if self.model.device.type != "cpu" or base.dtype != torch.bfloat16 or self.config.gradient_checkpointing:
             yield
             return
         previous = base.config._attn_implementation
