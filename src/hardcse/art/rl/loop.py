@@ -14,11 +14,10 @@ comes from the very forward the first epoch's update runs over the same rows, wh
 OpenVINO: :mod:`hardcse.art.rl.rollouts`): before the first update the ratio pi / pi_old is exactly 1. log pi_ref
 comes from the same forwards with the adapter disabled, so KL_t is exactly 0 where the policy is the reference.
 log pi_old's forwards compute a minibatch's prompt prefixes once a step where minibatches repeat them (PPO's two
-kinds), as do log pi_ref's. Only the generated positions go through
-the LM head. Under several processes each rank samples and optimises its own rollouts
-and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph run
-the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers checkpoints
-its layers.
+kinds), as do log pi_ref's. Only the generated positions go through the LM head. Under several processes each rank
+samples and optimises its own rollouts and every update averages the gradients. With ``rl.gradient_checkpointing``
+the forwards that build a graph run the decoder in train mode (dropout is off, so the numbers are eval mode's),
+which is when transformers checkpoints its layers.
 """
 
 from __future__ import annotations
