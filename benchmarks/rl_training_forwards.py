@@ -5,8 +5,9 @@ how much the shared prompt prefixes and the eager attention of the trainer's for
 
 At cpu-full's sizes (configs/cpu-full.yaml: 16 rollouts a step in minibatches of 4, one epoch; the bundled
 SmolLM2-135M at the CPU's precision), ``--steps`` steps' rollouts are sampled once (the policy itself, seeded) and
-then trained on ``--repeats`` times by each way in turn, the LoRA adapter and AdamW's state put back before each
-pass, so every way does the same arithmetic on the same rows:
+then trained on ``--repeats`` times by each way in turn, each pass one ``RLTrainer.step`` on them (its sampler
+handing back the step's rollouts) timed by the loop's own timer, the LoRA adapter, PPO's value head and beta and
+AdamW's state put back before each pass, so every way does the same arithmetic on the same rows:
 
 - **per minibatch, SDPA**: each forward computes the prefixes its rows continue (the loop before shared prefixes)
   and attends by PyTorch's SDPA;
@@ -24,9 +25,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import statistics
-import time
 
 import numpy as np
 import torch
@@ -46,26 +47,16 @@ def way(trainer, name: str) -> None:  # noqa: ANN001
         trainer.training_attention = contextlib.nullcontext  # the model's own attention (SDPA)
 
 
-def one_pass(trainer, samples, rollout_scores) -> dict[str, float]:  # noqa: ANN001
-    """The step's training parts as RLTrainer.step runs them, timed."""
-    from hardcse.art.rl.loop import Rollout
-
-    partitions = trainer.minibatches(len(samples.texts))
-    seconds = {}
-    start = time.perf_counter()
-    old, values, first = trainer.old_policy(samples, partitions[0])
-    seconds["policy_forward"] = time.perf_counter() - start
-    start = time.perf_counter()
-    ref = trainer.reference_logprobs(samples, partitions[0])
-    seconds["reference"] = time.perf_counter() - start
-    rollout = Rollout(samples, rollout_scores, old, values, ref)
-    rollout.advantages, rollout.extra = trainer.algorithm.advantages(rollout)
-    start = time.perf_counter()
-    for i, rows in enumerate(partitions[0]):
-        outputs = first if i == 0 else trainer.policy_outputs(samples.select(rows))
-        trainer.update(trainer.algorithm.losses(rollout, rows, outputs)["loss"])
-    seconds["optimisation"] = time.perf_counter() - start
-    return seconds
+def one_pass(trainer, samples, scores: np.ndarray) -> dict[str, float]:  # noqa: ANN001
+    """One ``RLTrainer.step`` on ``samples``, already sampled (``scores``: their rewards): the loop's own seconds of
+    its training parts."""
+    sample, trainer.sample = trainer.sample, lambda *_: samples
+    try:
+        rows = len(samples.texts)
+        stats = trainer.step([""] * rows, [0] * rows, lambda texts, truncated: (scores, {}))
+    finally:
+        trainer.sample = sample
+    return {part: stats[f"{part}_s"] for part in PARTS}
 
 
 def measure(steps: int, repeats: int) -> dict:
@@ -87,13 +78,14 @@ def measure(steps: int, repeats: int) -> dict:
     trained = [p for group in trainer.optimizer.param_groups for p in group["params"]]  # LoRA and the value head
     start_weights = [p.detach().clone() for p in trained]
     start_optimizer = trainer.optimizer.state_dict()
+    start_algorithm = copy.deepcopy((trainer.algorithm.state_dict(), trainer.algorithm.meta()))  # PPO's beta
     rollouts = []
     for step in range(1, steps + 1):
         step_anchors, kinds, groups = step_prompts(rl, anchors, step)
         prompts = render_prompts(tokenizer, step_anchors, kinds, config.generator)
         torch.manual_seed(rl.seed + step)
         samples = trainer.sample(prompts, groups, token_limits(tokenizer, step_anchors, config.generator))
-        scores = torch.linspace(-1, 1, len(prompts))  # any scores: the updates' arithmetic does not depend on them
+        scores = np.linspace(-1, 1, len(prompts))  # any scores: the updates' arithmetic does not depend on them
         rollouts.append((samples, scores))
     seconds = {name: [] for name in WAYS}  # one dict of PARTS a (step, repeat), in that order
     for repeat in range(repeats + 1):  # the first pass of each way warms it up and is not kept
@@ -104,7 +96,8 @@ def measure(steps: int, repeats: int) -> dict:
                     for p, start in zip(trained, start_weights, strict=True):
                         p.copy_(start)
                 trainer.optimizer.load_state_dict(start_optimizer)
-                trainer.step_count = step
+                trainer.algorithm.load_state(*copy.deepcopy(start_algorithm))
+                trainer.step_count = step  # the step's minibatches
                 timed = one_pass(trainer, samples, scores)
                 if repeat:
                     seconds[name].append(timed)

@@ -39,7 +39,7 @@ from torch import nn
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import save_generator
-from hardcse.art.generator.prefix import continue_rows, whole_rows
+from hardcse.art.generator.prefix import PrefixCaches, continue_rows, whole_rows
 from hardcse.art.generator.sampling import Samples, decoder_and_head
 from hardcse.art.rl.algorithms import ALGORITHMS
 from hardcse.art.rl.rollouts import Sampler, rollout_sampler
@@ -182,7 +182,7 @@ class RLTrainer:
 
     # ----- the forwards ------------------------------------------------------------------------------------------
     def forward(
-        self, samples: Samples, prefixes: dict | None = None
+        self, samples: Samples, prefixes: PrefixCaches | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-probs, entropies, hidden states) at the response positions, (B, T) / (B, T, H), under the
         sampling distribution softmax(logits / temperature). ``prefixes``: the prompt prefixes' caches that forwards
@@ -200,7 +200,7 @@ class RLTrainer:
         entropy[valid] = -(logp_all.exp() * logp_all).sum(-1)
         return logprobs, entropy, hidden
 
-    def response_states(self, decoder: nn.Module, samples: Samples, prefixes: dict | None) -> torch.Tensor:
+    def response_states(self, decoder: nn.Module, samples: Samples, prefixes: PrefixCaches | None) -> torch.Tensor:
         """The decoder's last-layer states that predict each response token, (B, T, H)."""
         if not self.config.gradient_checkpointing:
             return continue_rows(decoder, samples.prompts, samples.response_ids, samples.response_mask, prefixes)
@@ -229,7 +229,7 @@ class RLTrainer:
         finally:
             base.set_attn_implementation(previous)
 
-    def policy_outputs(self, samples: Samples, prefixes: dict | None = None) -> PolicyOutputs:
+    def policy_outputs(self, samples: Samples, prefixes: PrefixCaches | None = None) -> PolicyOutputs:
         logprobs, entropy, hidden = self.forward(samples, prefixes)
         return PolicyOutputs(logprobs, entropy, self.algorithm.values(hidden))
 
