@@ -1,6 +1,7 @@
 """art tune, resume, generate and judge, end to end on tiny random models."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ import torch
 from hardcse.art.analysis.judge import judge_records, judge_table_markdown
 from hardcse.art.config import AnchorConfig, FilterConfig, TuneConfig
 from hardcse.art.reward.dual import Reward
-from hardcse.art.rl.tuning import tune_generator
+from hardcse.art.rl.tuning import SAMPLER_FILE, check_same_sampler, tune_generator
 from hardcse.art.synthesis.anchors import anchors_for_step, split_anchors
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.cli.art import tune_run
@@ -28,6 +29,15 @@ def test_anchor_split_is_seeded_filtered_and_disjoint(corpus):
     assert anchors_for_step(["a", "b", "c"], 2, 2) == ["c", "a"]
     with pytest.raises(HardcseError, match="need more than held_out"):
         split_anchors(AnchorConfig(corpus=str(corpus), held_out=1000))
+
+
+def test_a_checkpoint_that_does_not_say_what_sampled_it_resumes_with_a_warning(tmp_path, caplog):
+    check_same_sampler(tmp_path, "openvino", "auto")  # written before checkpoints recorded it
+    assert f"{tmp_path} does not say what sampled its rollouts; resuming with openvino" in caplog.text
+    (tmp_path / SAMPLER_FILE).write_text(json.dumps({"rollout_engine": "openvino"}))
+    check_same_sampler(tmp_path, "openvino", "auto")
+    with pytest.raises(HardcseError, match="rl.rollout_engine: auto now resolves to torch"):
+        check_same_sampler(tmp_path, "torch", "auto")
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
@@ -57,6 +67,13 @@ def test_tune_resume_generate_judge(tiny_tune_overrides, tiny_lm_dir, tiny_encod
     more = load_config(TuneConfig, overrides=[*overrides, "rl.steps=4"])
     tune_generator(more, work, tmp_path / "g4")
     assert [r["step"] for r in read_jsonl(tmp_path / "g4" / "rl_log.jsonl")] == [1, 2, 3, 4]
+    # its checkpoint says what sampled the rollouts; a resume that would sample otherwise is refused before a step
+    assert json.loads((work / "checkpoint" / SAMPLER_FILE).read_text()) == {"rollout_engine": "torch"}
+    elsewhere = load_config(TuneConfig, overrides=[*overrides, "rl.steps=5", "rl.rollout_engine=openvino"])
+    refused = f"{work / 'checkpoint' / SAMPLER_FILE}: this tuning's rollouts were sampled by torch, but "
+    with pytest.raises(HardcseError, match=re.escape(refused + "rl.rollout_engine: openvino now resolves to openvino")):
+        tune_generator(elsewhere, work, tmp_path / "g5")
+    assert [r["step"] for r in read_jsonl(work / "rl_log.jsonl")] == [1, 2, 3, 4]
 
     # tuning can start from a tuned generator; the new folder still names the raw base model
     again = load_config(TuneConfig, overrides=[*overrides, f"generator.model={final}", "rl.steps=1"])

@@ -9,6 +9,7 @@ updates average the gradients; rank 0 logs the ranks' mean numbers and writes th
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -36,6 +37,7 @@ from hardcse.errors import HardcseError
 
 log = logging.getLogger(__name__)
 
+SAMPLER_FILE = "rollouts.json"  # in a checkpoint: what sampled its steps' rollouts (rl.rollout_engine resolved)
 RANK_SEED_STRIDE = 1_000_003  # rank r samples from seed + step + r * stride (rank 0: the one-process stream)
 
 
@@ -76,13 +78,15 @@ def tune_generator(
     model, tokenizer = load_generator(source, config.generator, trainable=True)
     rollouts = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
     log.info("RL's rollouts are sampled by %s (rl.rollout_engine: %s)", rollouts, config.rl.rollout_engine)
+    if resuming:
+        check_same_sampler(checkpoint, rollouts, config.rl.rollout_engine)
     sampler = rollout_sampler(rollouts, model, tokenizer, config.generator, base_model_source(source))
     trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler)
     if resuming:
         trainer.load_state(checkpoint)
     run_on_main(lambda: rl_log.restart(trainer.step_count if resuming else None))
 
-    train(trainer, reward, config, train_anchors, rl_log, checkpoint)
+    train(trainer, reward, config, train_anchors, rl_log, checkpoint, rollouts)
     run_on_main(lambda: rl_log.finish(checkpoint, final))
     if entry is not None:
         run_on_main(lambda: keep_generator(final, entry))
@@ -90,9 +94,16 @@ def tune_generator(
 
 
 def train(
-    trainer: RLTrainer, reward: Reward, config: TuneConfig, train_anchors: list[str], rl_log: RLLog, checkpoint: Path
+    trainer: RLTrainer,
+    reward: Reward,
+    config: TuneConfig,
+    train_anchors: list[str],
+    rl_log: RLLog,
+    checkpoint: Path,
+    rollouts: str,
 ) -> None:
-    """RL steps from the trainer's step count to ``rl.steps``, each logged; a checkpoint every ``save_every``."""
+    """RL steps from the trainer's step count to ``rl.steps``, each logged; a checkpoint every ``save_every``
+    (``rollouts``: the resolved ``rl.rollout_engine``, which the checkpoint records)."""
     rl = config.rl
     with tqdm(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
         while trainer.step_count < rl.steps:
@@ -109,7 +120,7 @@ def train(
             bar.update(1)
             bar.set_postfix(progress(stats, [term.name for term in reward.terms]))
             if trainer.step_count % rl.save_every == 0 or trainer.step_count == rl.steps:
-                run_on_main(lambda: save_checkpoint(trainer, config, checkpoint))
+                run_on_main(lambda: save_checkpoint(trainer, config, checkpoint, rollouts))
                 if rl.log_completions and score.rows:  # rank 0's own rollouts (a skipped batch: none)
                     rl_log.completions(score.completions(trainer.step_count, rl.log_completions, rl.seed), step)
 
@@ -150,9 +161,28 @@ def check_rank_shares(rl: RLConfig) -> None:
         )
 
 
-def save_checkpoint(trainer: RLTrainer, config: TuneConfig, checkpoint: Path) -> None:
-    """The trainer's state as ``checkpoint``, replaced whole (a kill leaves the old or the new one)."""
+def save_checkpoint(trainer: RLTrainer, config: TuneConfig, checkpoint: Path, rollouts: str) -> None:
+    """The trainer's state as ``checkpoint``, with what sampled its rollouts (``rollouts``), replaced whole (a kill
+    leaves the old or the new one)."""
     tmp = checkpoint.with_name(checkpoint.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     trainer.save(tmp, base_model_source(config.generator.model))
+    (tmp / SAMPLER_FILE).write_text(json.dumps({"rollout_engine": rollouts}) + "\n")
     replace_dir(tmp, checkpoint)
+
+
+def check_same_sampler(checkpoint: Path, rollouts: str, choice: str) -> None:
+    """A resumed tuning samples as its checkpoint's steps did (``rollouts``: ``rl.rollout_engine: choice`` as
+    resolved now): ``auto`` resolves by the engine and by whether OpenVINO is installed, which may have changed
+    since, and a tuning whose sampler changes halfway is neither run's method."""
+    recorded = checkpoint / SAMPLER_FILE
+    if not recorded.is_file():  # a checkpoint written before the sampler was recorded
+        log.warning("%s does not say what sampled its rollouts; resuming with %s", checkpoint, rollouts)
+        return
+    before = json.loads(recorded.read_text())["rollout_engine"]
+    if before != rollouts:
+        raise HardcseError(
+            f"{recorded}: this tuning's rollouts were sampled by {before}, but rl.rollout_engine: {choice} now "
+            f"resolves to {rollouts} (the engine or OpenVINO's install changed); resume where it resolves to "
+            f"{before} (rl.rollout_engine: {before}), or start again in a fresh --out"
+        )
