@@ -108,7 +108,7 @@ def test_atomic_writes_of_one_path_by_two_writers_never_tear_or_fail(tmp_path):
 @pytest.mark.slow
 @openvino
 def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_export_that_runs_find(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, capsys
 ):
     """`hardcse prepare` (make install runs it): the bundled generator is converted from its GGUF and exported to
     OpenVINO once, however many processes ask at once, under the keys a run computes: a run finds both, converts
@@ -130,7 +130,9 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     """
     # HARDCSE_ENGINE: auto (run_together pins torch), so that prepare exports for OpenVINO as a user's would
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path), "HARDCSE_ENGINE": "auto"})
-    assert len({tuple(out.splitlines()[:3]) for out in outputs}) == 1  # the last line, seconds, may differ
+    assert len({tuple(out.splitlines()[:2]) for out in outputs}) == 1
+    # the encoder's scores: the same, evaluated by one process or both (the other may read the first's back)
+    assert len({out.splitlines()[2].rsplit(" as a run's round 0 reads it: ", 1)[1] for out in outputs}) == 1
     lines = outputs[0].splitlines()
     checkpoint = lines[0].removeprefix(f"{resources.BUNDLED_GENERATOR} as a float checkpoint: ")
     export = lines[1].removeprefix(f"{resources.BUNDLED_GENERATOR} in OpenVINO: ")
@@ -156,7 +158,9 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     demo = load_config(ArtRunConfig, "quickstart")  # and its round 0 reads the scores prepared (engine as prepare's)
     monkeypatch.setenv("HARDCSE_ENGINE", "auto")
     assert "read_from" in starting_scores(demo, Engine.resolve(demo.engine))
+    capsys.readouterr()
     assert main(["prepare"]) == 0  # prepared already: nothing to do
+    assert f"{resources.BUNDLED_ENCODER} read back from {tmp_path / 'eval'}" in capsys.readouterr().out
     model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Say hello."}], add_generation_prompt=True, return_tensors="pt", return_dict=True
@@ -184,6 +188,11 @@ def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(
     settings = {"tasks": ALL_TASKS, "pooling": "default", "device": "auto", "engine": Engine("torch")}
     assert evaluated == [(resources.BUNDLED_ENCODER, settings)]
     assert f"{resources.BUNDLED_ENCODER} evaluated as a run's round 0 reads it: avg7 78.90" in out
+    kept = {"avg7": 78.9, "read_from": str(tmp_path / "eval" / "scores.json")}  # prepared before: read back
+    monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: kept)
+    assert main(["prepare"]) == 0
+    read_back = f"{resources.BUNDLED_ENCODER} read back from {kept['read_from']} as a run's round 0 reads it"
+    assert f"{read_back}: avg7 78.90" in capsys.readouterr().out
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast

@@ -46,9 +46,10 @@ def run(args: argparse.Namespace) -> None:
     from hardcse.resources import BUNDLED_GENERATOR, bundled_generator_dir
 
     start = time.perf_counter()
+    demo = load_config(ArtRunConfig, "quickstart")
+    engine = Engine.resolve(demo.engine)  # the quickstart's (auto: HARDCSE_ENGINE, else OpenVINO where installed)
     print(f"{BUNDLED_GENERATOR} as a float checkpoint: {bundled_generator_dir()}")
-    engine = Engine.from_environment()
-    if engine.on(resolve_device("auto")) == "openvino":
+    if engine.on(resolve_device(demo.generator.device, "generator.device")) == "openvino":
         from hardcse.art.generator.openvino import export_generator
 
         print(f"{BUNDLED_GENERATOR} in OpenVINO: {export_generator(BUNDLED_GENERATOR, GeneratorConfig())}")
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> None:
         else:
             reason = "OpenVINO is not installed" if not openvino_installed() else "a GPU is visible"
         print(f"no OpenVINO export (runs here generate in PyTorch: {reason})")
-    demo = load_config(ArtRunConfig, "quickstart")
-    record = starting_scores(demo, Engine.resolve(demo.engine))
-    print(f"{demo.encoder} evaluated as a run's round 0 reads it: avg7 {record['avg7']:.2f}")
+    record = starting_scores(demo, engine)
+    done = f"read back from {record['read_from']}" if "read_from" in record else "evaluated"
+    print(f"{demo.encoder} {done} as a run's round 0 reads it: avg7 {record['avg7']:.2f}")
     print(f"prepared in {time.perf_counter() - start:.0f} s", file=sys.stderr)
