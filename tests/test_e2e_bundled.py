@@ -8,11 +8,15 @@ import pytest
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
+from hardcse.art.config import ArtRunConfig
 from hardcse.cli import main
+from hardcse.config import load_config
 from hardcse.data.corpus import WIKI_SENTENCES
 from hardcse.data.jsonl import read_jsonl
 from hardcse.data.sts import load_sts_task
 from hardcse.discriminator.nli import NLIDiscriminator
+from hardcse.engines import Engine
+from hardcse.evaluation.results import cached_eval
 from hardcse.paths import data_dir
 from hardcse.resources import BUNDLED_ENCODER, resolve_model
 
@@ -132,6 +136,12 @@ def test_art_smoke_run_twice_gives_the_same_bytes_and_never_touches_the_network(
     for stage in ("round_0", "round_1"):
         scores = [json.loads((r / stage / "eval.json").read_text())["scores"] for r in runs]
         assert scores[0] == scores[1]
+    # round 0's scores may be read back from the evaluation cache by both runs: they are a new evaluation's
+    smoke = load_config(ArtRunConfig, "smoke")
+    settings = {"tasks": smoke.evaluated_tasks, "pooling": smoke.pooling, "device": smoke.device}
+    fresh = cached_eval(smoke.encoder, tmp_path / "new-cache", Engine.resolve(smoke.engine), **settings)
+    assert "read_from" not in fresh
+    assert fresh["scores"] == json.loads((run / "round_0" / "eval.json").read_text())["scores"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
     assert main(["eval", "--model", "runs/typo"]) == 2  # owner/name in form, but runs/ is a local folder: no hub
