@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# The main job: one ART round on the bundled models (3.2-3.9 min on a 2-core AMX Xeon, benchmarks/results/make_times.md;
+# The main job: one ART round on the bundled models (2.5 min on a 2-core AMX Xeon, benchmarks/results/make_times.md;
 # slower CPUs take longer), a new run folder each time.
 demo: install
 	$(VENV)/bin/hardcse art run --config quickstart --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)
