@@ -9,7 +9,8 @@ first ``--steps`` RL steps (16 rows a step) go through pipelines built as hardcs
 (:class:`hardcse.art.generator.openvino.OpenVINOGenerator`, the CPU's precision), one pipeline a way:
 
 - **no adapter**: the base model, the floor of what an adapter can cost;
-- **MODE_AUTO** (hardcse's), **MODE_DYNAMIC**, **MODE_STATIC_RANK**: the same LoRA weights each call.
+- **MODE_AUTO** (hardcse's), **MODE_DYNAMIC**, **MODE_STATIC_RANK**: the same LoRA weights, handed as a new adapter
+  at each call as hardcse's rollouts hand the policy's (its making is timed with the call).
 
 Timing: greedy, every row writes exactly ``--tokens`` tokens (end-of-sequence and stop tokens ignored), so every way
 makes the same number of decode steps, and again one token (the prompts' prefill); a decode step's milliseconds are
@@ -74,24 +75,32 @@ def step_prompt_ids(config, tokenizer, steps: int) -> list[list[list[int]]]:  # 
     return calls
 
 
-def pipeline(name: str, model, tokenizer, generation):  # noqa: ANN001, ANN201
-    """A GenAI pipeline built as hardcse builds RL's, and the adapter a call hands it (None: no adapter)."""
+def adapter_for(name: str, model):  # noqa: ANN001, ANN201
+    """A new GenAI adapter of ``model``'s current LoRA weights in mode ``name``, as hardcse's rollouts make one at
+    every call (GenAI then applies it anew: it tells adapters apart by object); None for no adapter."""
     import openvino_genai as genai
 
     from hardcse.art.generator.adapters import lora_adapter
+
+    if name == "no adapter":
+        return None
+    adapter = lora_adapter(model)  # MODE_AUTO, as hardcse hands it
+    if name == "MODE_AUTO":
+        return adapter
+    weights = adapter.get_adapters()[0]
+    return genai.AdapterConfig(weights, adapter.get_alpha(weights), getattr(genai.AdapterConfig.Mode, name))
+
+
+def pipeline(name: str, model, tokenizer, generation):  # noqa: ANN001, ANN201
+    """A GenAI pipeline built as hardcse builds RL's, with an adapter in mode ``name`` (or none)."""
     from hardcse.art.generator.openvino import OpenVINOGenerator, export_generator
     from hardcse.art.generator.sampling import eos_token_ids
     from hardcse.art.generator.stopping import stop_ids
 
-    adapter = None
-    if name != "no adapter":
-        adapter = lora_adapter(model)  # MODE_AUTO, as hardcse hands it
-        if name != "MODE_AUTO":
-            weights = adapter.get_adapters()[0]
-            adapter = genai.AdapterConfig(weights, adapter.get_alpha(weights), getattr(genai.AdapterConfig.Mode, name))
     folder = export_generator(generation.model, dataclasses.replace(generation, openvino_weights="float"))
     eos = eos_token_ids(model, tokenizer)
-    return OpenVINOGenerator(folder, eos, stop_ids(tokenizer, eos, generation), generation, adapter=adapter), adapter
+    adapter = adapter_for(name, model)
+    return OpenVINOGenerator(folder, eos, stop_ids(tokenizer, eos, generation), generation, adapter=adapter)
 
 
 def greedy(generator, adapter, prompt_ids: list[list[int]], tokens: int) -> list[list[int]]:  # noqa: ANN001
@@ -130,8 +139,8 @@ def measure(steps: int, tokens: int, repeats: int, check_tokens: int) -> dict:
         base = torch_greedy(model, check, check_tokens)
     agrees = {}
     for name in MODES:
-        generator, adapter = pipeline(name, model, tokenizer, generation)
-        rows = greedy(generator, adapter, check, check_tokens)
+        generator = pipeline(name, model, tokenizer, generation)
+        rows = greedy(generator, adapter_for(name, model), check, check_tokens)
         agrees[name] = {"policy": agreement(rows, with_adapter, check_tokens)}
         agrees[name]["base"] = agreement(rows, base, check_tokens)
         del generator
@@ -143,11 +152,11 @@ def measure(steps: int, tokens: int, repeats: int, check_tokens: int) -> dict:
     written = {}
     for repeat in range(repeats + 1):
         for name in MODES if repeat % 2 == 0 else reversed(MODES):
-            generator, adapter = built[name]
+            generator = built[name]
             for prompt_ids in calls:
                 for part, n in (("prefill", 1), ("whole", tokens)):
-                    start = time.perf_counter()
-                    rows = greedy(generator, adapter, prompt_ids, n)
+                    start = time.perf_counter()  # a new adapter each call, as RL's rollouts hand one (timed too)
+                    rows = greedy(generator, adapter_for(name, model), prompt_ids, n)
                     if repeat:
                         seconds[name][part].append(time.perf_counter() - start)
                 written.setdefault(name, []).extend(rows if repeat == 0 else [])

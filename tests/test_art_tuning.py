@@ -36,7 +36,8 @@ def test_a_checkpoint_that_does_not_say_what_sampled_it_resumes_with_a_warning(t
     assert f"{tmp_path} does not say what sampled its rollouts; resuming with openvino" in caplog.text
     (tmp_path / SAMPLER_FILE).write_text(json.dumps({"rollout_engine": "openvino"}))
     check_same_sampler(tmp_path, "openvino", "auto")
-    with pytest.raises(HardcseError, match="rl.rollout_engine: auto now resolves to torch"):
+    auto = "rl.rollout_engine: auto now resolves to torch (it follows the engine, OpenVINO's install and generator."
+    with pytest.raises(HardcseError, match=re.escape(auto + "device); resume with OpenVINO installed, HARDCSE_ENGINE")):
         check_same_sampler(tmp_path, "torch", "auto")
 
 
@@ -71,7 +72,7 @@ def test_tune_resume_generate_judge(tiny_tune_overrides, tiny_lm_dir, tiny_encod
     assert json.loads((work / "checkpoint" / SAMPLER_FILE).read_text()) == {"rollout_engine": "torch"}
     elsewhere = load_config(TuneConfig, overrides=[*overrides, "rl.steps=5", "rl.rollout_engine=openvino"])
     refused = f"{work / 'checkpoint' / SAMPLER_FILE}: this tuning's rollouts were sampled by torch, but "
-    with pytest.raises(HardcseError, match=re.escape(refused + "rl.rollout_engine: openvino now resolves to openvino")):
+    with pytest.raises(HardcseError, match=re.escape(refused + "rl.rollout_engine is openvino now; resume with")):
         tune_generator(elsewhere, work, tmp_path / "g5")
     assert [r["step"] for r in read_jsonl(work / "rl_log.jsonl")] == [1, 2, 3, 4]
 

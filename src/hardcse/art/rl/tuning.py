@@ -38,6 +38,12 @@ from hardcse.errors import HardcseError
 log = logging.getLogger(__name__)
 
 SAMPLER_FILE = "rollouts.json"  # in a checkpoint: what sampled its steps' rollouts (rl.rollout_engine resolved)
+# where rl.rollout_engine: auto resolves to each sampler (rollouts.py resolve_rollout_engine), for a config whose
+# engine is auto
+RESOLVES_TO = {
+    "openvino": "with OpenVINO installed, HARDCSE_ENGINE unset (or openvino) and the generator on the CPU",
+    "torch": "with HARDCSE_ENGINE=torch",
+}
 RANK_SEED_STRIDE = 1_000_003  # rank r samples from seed + step + r * stride (rank 0: the one-process stream)
 
 
@@ -68,18 +74,18 @@ def tune_generator(
         run_on_main(lambda: copy_generator(entry, final))
         rl_log.report_kept(final)
         return final
+    check_rank_shares(config.rl)
+    resuming = continue_tuning(entry, config, train_anchors, work, rl_log)
+    rollouts = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
+    log.info("RL's rollouts are sampled by %s (rl.rollout_engine: %s)", rollouts, config.rl.rollout_engine)
+    if resuming:  # before any model loads: a refused resume costs nothing
+        run_on_main(lambda: check_same_sampler(checkpoint, rollouts, config.rl.rollout_engine))
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
     encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     reward = Reward(discriminator, encoder, config.reward, engine)
-    check_rank_shares(config.rl)
-    resuming = continue_tuning(entry, config, train_anchors, work, rl_log)
     torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     source = str(checkpoint) if resuming else config.generator.model
     model, tokenizer = load_generator(source, config.generator, trainable=True)
-    rollouts = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
-    log.info("RL's rollouts are sampled by %s (rl.rollout_engine: %s)", rollouts, config.rl.rollout_engine)
-    if resuming:
-        check_same_sampler(checkpoint, rollouts, config.rl.rollout_engine)
     sampler = rollout_sampler(rollouts, model, tokenizer, config.generator, base_model_source(source))
     trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler)
     if resuming:
@@ -180,9 +186,15 @@ def check_same_sampler(checkpoint: Path, rollouts: str, choice: str) -> None:
         log.warning("%s does not say what sampled its rollouts; resuming with %s", checkpoint, rollouts)
         return
     before = json.loads(recorded.read_text())["rollout_engine"]
-    if before != rollouts:
+    if before == rollouts:
+        return
+    said = f"{recorded}: this tuning's rollouts were sampled by {before}, but "
+    if choice != "auto":  # a library call with another setting (a resumed command keeps its config)
         raise HardcseError(
-            f"{recorded}: this tuning's rollouts were sampled by {before}, but rl.rollout_engine: {choice} now "
-            f"resolves to {rollouts} (the engine or OpenVINO's install changed); resume where it resolves to "
-            f"{before} (rl.rollout_engine: {before}), or start again in a fresh --out"
+            f"{said}rl.rollout_engine is {choice} now; resume with rl.rollout_engine: {before}, or start again in a "
+            "fresh work folder"
         )
+    raise HardcseError(
+        f"{said}rl.rollout_engine: auto now resolves to {rollouts} (it follows the engine, OpenVINO's install and "
+        f"generator.device); resume {RESOLVES_TO[before]}, or start again in a fresh --out"
+    )
