@@ -179,8 +179,8 @@ def save_checkpoint(trainer: RLTrainer, config: TuneConfig, checkpoint: Path, ro
 
 def check_same_sampler(checkpoint: Path, rollouts: str, choice: str) -> None:
     """A resumed tuning samples as its checkpoint's steps did (``rollouts``: ``rl.rollout_engine: choice`` as
-    resolved now): ``auto`` resolves by the engine and by whether OpenVINO is installed, which may have changed
-    since, and a tuning whose sampler changes halfway is neither run's method."""
+    resolved now): ``auto`` follows the engine, OpenVINO's install and the generator's device, any of which may have
+    changed since, and a tuning whose sampler changes halfway is neither run's method."""
     recorded = checkpoint / SAMPLER_FILE
     if not recorded.is_file():  # a checkpoint written before the sampler was recorded
         log.warning("%s does not say what sampled its rollouts; resuming with %s", checkpoint, rollouts)
