@@ -45,6 +45,16 @@ def by_kind(manifest: dict) -> dict[str, float]:
     return minutes
 
 
+def rl_step_parts(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Per round, each RL step part's median seconds (rl_log.jsonl's ``PART_s``)."""
+    rl = {}
+    for log in sorted(run_dir.glob("round_*/generator/rl_log.jsonl")):
+        rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        parts = [k.removesuffix("_s") for k in rows[0] if k.endswith("_s") and k != "seconds_per_step"]
+        rl[log.parent.parent.name] = {p: round(statistics.median(r[f"{p}_s"] for r in rows), 2) for p in parts}
+    return rl
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the run folder (a finished one is read, not rerun)")
@@ -68,11 +78,7 @@ def main() -> None:
         wall = time.perf_counter() - start
     manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
     minutes = by_kind(manifest)
-    rl = {}
-    for log in sorted(args.out.glob("round_*/generator/rl_log.jsonl")):
-        rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-        parts = [k.removesuffix("_s") for k in rows[0] if k.endswith("_s") and k != "seconds_per_step"]
-        rl[log.parent.parent.name] = {p: round(statistics.median(r[f"{p}_s"] for r in rows), 2) for p in parts}
+    rl = rl_step_parts(args.out)
     report = (
         (args.out / "report.md").read_text(encoding="utf-8").splitlines() if (args.out / "report.md").is_file() else []
     )
