@@ -61,7 +61,8 @@ def run(code: Path, out: Path, cache: Path, overrides: list[str], python_path: P
     print("$ " + " ".join(command + resume), flush=True)
     start = time.perf_counter()
     subprocess.run(command + resume, check=True, cwd=code, env=env)
-    spent = time.perf_counter() - start + (json.loads((out / WALL_FILE).read_text()) if resume else 0.0)
+    earlier = out / WALL_FILE  # a resumed run adds the time its killed part recorded (none if it was not recorded)
+    spent = time.perf_counter() - start + (json.loads(earlier.read_text()) if resume and earlier.is_file() else 0.0)
     (out / WALL_FILE).write_text(json.dumps(round(spent, 1)))
 
 
@@ -103,7 +104,8 @@ def summary(out: Path) -> dict:
     """One run's minutes by kind, wall time, RL step parts and synthesis speeds, from its folder."""
     from art_run_time import by_kind, rl_step_parts
 
-    minutes = by_kind(json.loads((out / "manifest.json").read_text(encoding="utf-8")))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    minutes = by_kind(manifest)
     synthesis = {}
     for path in sorted(out.glob("round_*/synthesis.json")):
         s = json.loads(path.read_text(encoding="utf-8"))
@@ -115,6 +117,7 @@ def summary(out: Path) -> dict:
             "kept_per_minute": round(s["kept"] / (s["seconds"] / 60), 1),
         }
     return {
+        "code": manifest["git_commit"][:10],
         "minutes": {k: round(v, 2) for k, v in minutes.items()},
         "total_minutes": round(sum(minutes.values()), 2),
         "wall_minutes": round(json.loads((out / WALL_FILE).read_text()) / 60, 2),
@@ -149,9 +152,6 @@ def main() -> None:
         keep_run(args.out / side, RECORDS / side)
 
     result = {
-        "before_rev": subprocess.run(
-            ["git", "rev-parse", "--short", args.before_rev], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip(),
         "overrides": overrides,
         **{side: summary(args.out / side) for side in runs},
         "heldout_effect": {},
@@ -183,7 +183,8 @@ def page(result: dict) -> list[str]:
     before, after = result["before"], result["after"]
     lines = [
         f"`hardcse art run --config configs/cpu-full.yaml {' '.join(result['overrides'])}`, first from the code of "
-        f"{result['before_rev']} (its own cpu-full.yaml), then from this commit's; each run with an empty model cache.",
+        f"{before['code']} (before the speed work, with its own cpu-full.yaml), then from the code of {after['code']} "
+        "(the manifests' commits); each run with an empty model cache, one after the other.",
         "",
         f"The whole run: **{before['total_minutes']:.1f} min before, {after['total_minutes']:.1f} min after** "
         f"({after['total_minutes'] / before['total_minutes']:.2f}x; wall time {before['wall_minutes']:.1f} and "
@@ -195,6 +196,10 @@ def page(result: dict) -> list[str]:
     for kind in dict.fromkeys([*before["minutes"], *after["minutes"]]):
         b, a = before["minutes"].get(kind, 0.0), after["minutes"].get(kind, 0.0)
         lines.append(f"| {kind} | {b:.1f} | {a:.1f} | {a / b:.2f} |" if b else f"| {kind} | {b:.1f} | {a:.1f} | - |")
+    ratio = after["total_minutes"] / before["total_minutes"]
+    lines.append(
+        f"| **all** | **{before['total_minutes']:.1f}** | **{after['total_minutes']:.1f}** | **{ratio:.2f}** |"
+    )
     lines += ["", "An RL step's median parts per round, seconds (rl_log.jsonl):", ""]
     for side, summary_ in (("before", before), ("after", after)):
         for name, parts in summary_["rl_step_parts"].items():
