@@ -5,7 +5,8 @@ faster code learns what the slower one did.
         [--seed 5]
 
 Runs ``hardcse art run --config configs/cpu-full.yaml`` twice with the same discriminator (``--discriminator``, so
-neither run trains one), no judge and every seed key at ``--seed``: first the code of ``--before-rev`` (a git
+neither run trains one; its training.json and weights' digest go in the record), no judge and every seed key at
+``--seed``: first the code of ``--before-rev`` (a git
 worktree, imported through PYTHONPATH, its own cpu-full.yaml), then this checkout's. Each run starts from its own
 empty model cache, as a user's first run on a machine does: both pay their exports and the raw generator's
 held-out texts, and neither reads a round the other tuned. A killed run is resumed, a finished one only read.
@@ -14,8 +15,10 @@ Reads each run's manifest.json (minutes by kind of stage, as art_run_time.py), i
 round's synthesis (generated tokens a second, kept triplets, kept triplets a minute of synthesis) and compares, per
 round, on the same anchors (95% paired bootstrap intervals over anchors, hardcse.stats):
 
-- the held-out effect, tuned - raw reward per held-out anchor, after - before;
+- the held-out reward of the raw and of the tuned generator, and the effect (tuned - raw), after - before;
 - the kept fraction (the paper's filter keeps an anchor's triplet or not), after - before.
+
+One run a side: the times have no interval, and the intervals cover the anchors, not the spread between runs.
 
 Writes benchmarks/results/art_before_after.{md,json} and keeps both runs' records (art_rounds.RECORD_FILES) in
 benchmarks/results/art_before_after/{before,after}. Run it alone on the machine: it times.
@@ -59,20 +62,22 @@ def run(code: Path, out: Path, cache: Path, overrides: list[str], python_path: P
     command += ["--out", str(out), *overrides]
     resume = ["--resume"] if (out / "config.yaml").is_file() else []
     print("$ " + " ".join(command + resume), flush=True)
+    earlier = out / WALL_FILE  # a resumed run adds the time its stopped part recorded
+    before = json.loads(earlier.read_text()) if resume and earlier.is_file() else 0.0
     start = time.perf_counter()
-    subprocess.run(command + resume, check=True, cwd=code, env=env)
-    earlier = out / WALL_FILE  # a resumed run adds the time its killed part recorded (none if it was not recorded)
-    spent = time.perf_counter() - start + (json.loads(earlier.read_text()) if resume and earlier.is_file() else 0.0)
-    (out / WALL_FILE).write_text(json.dumps(round(spent, 1)))
+    try:
+        subprocess.run(command + resume, check=True, cwd=code, env=env)
+    finally:  # a failed or interrupted run keeps its time for the resume (a killed one cannot: its resume says so)
+        earlier.write_text(json.dumps(round(before + time.perf_counter() - start, 1)))
 
 
 def synthetic(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def heldout_effect(round_dir: Path) -> tuple[list[str], np.ndarray]:
-    """(anchors, tuned - raw reward per held-out anchor): each side's reward of an anchor is the mean of its
-    positive's and its negative's (hardcse.art.synthesis.heldout.per_anchor)."""
+def heldout_rewards(round_dir: Path) -> dict[str, tuple[list[str], np.ndarray]]:
+    """The raw's, the tuned's and the effect's (tuned - raw) reward per held-out anchor, each with the anchors: a
+    side's reward of an anchor is the mean of its positive's and its negative's (heldout.per_anchor)."""
     sides = {side: synthetic(round_dir / "heldout" / side / "synthetic.jsonl") for side in ("raw", "tuned")}
     anchors = [r["anchor"] for r in sides["raw"]]
     if anchors != [r["anchor"] for r in sides["tuned"]]:
@@ -81,13 +86,29 @@ def heldout_effect(round_dir: Path) -> tuple[list[str], np.ndarray]:
     def reward(rows: list[dict]) -> np.ndarray:
         return np.array([(r["positive_reward"] + r["negative_reward"]) / 2 for r in rows])
 
-    return anchors, reward(sides["tuned"]) - reward(sides["raw"])
+    raw, tuned = reward(sides["raw"]), reward(sides["tuned"])
+    return {"raw": (anchors, raw), "tuned": (anchors, tuned), "effect": (anchors, tuned - raw)}
 
 
 def kept(round_dir: Path) -> tuple[list[str], np.ndarray]:
     """(anchors, 1 where the round's filter kept the anchor's triplet, else 0)."""
     rows = synthetic(round_dir / "synthetic.jsonl")
     return [r["anchor"] for r in rows], np.array([r["drop_reason"] is None for r in rows], dtype=float)
+
+
+HELDOUT = ("raw", "tuned", "effect")  # the held-out rewards compared: each generator's, and tuned - raw
+
+
+def discriminator_line(run_dir: Path) -> str:
+    """What the runs' discriminator is: the pairs it trained on and its weights' digest (the record's NLI_RECORD)."""
+    from provenance import NLI_RECORD
+
+    models = json.loads((RECORDS / run_dir.name / NLI_RECORD).read_text(encoding="utf-8"))
+    training = json.loads((Path(models["discriminator"]["source"]) / "training.json").read_text(encoding="utf-8"))
+    return (
+        f"an NLI model trained on {training['rows']:,} pairs for {training['steps']} steps (dev accuracy "
+        f"{training['best_dev']}%), weights sha256 {models['discriminator']['weights_sha256'][:12]}"
+    )
 
 
 def paired(before: tuple[list[str], np.ndarray], after: tuple[list[str], np.ndarray], what: str) -> dict:
@@ -120,14 +141,18 @@ def summary(out: Path) -> dict:
         "code": manifest["git_commit"][:10],
         "minutes": {k: round(v, 2) for k, v in minutes.items()},
         "total_minutes": round(sum(minutes.values()), 2),
-        "wall_minutes": round(json.loads((out / WALL_FILE).read_text()) / 60, 2),
+        "wall_minutes": round(json.loads((out / WALL_FILE).read_text()) / 60, 2)
+        if (out / WALL_FILE).is_file()
+        else None,
+        "resumed": len(manifest["runs"]) > 1,  # then the wall time may miss a killed part
         "rl_step_parts": rl_step_parts(out),
         "synthesis": synthesis,
     }
 
 
-def cell(i: dict) -> str:
-    mark = " *" if i["low"] > 0 or i["high"] < 0 else ""
+def cell(i: dict, difference: bool = False) -> str:
+    """``mean [low, high]``; a difference whose interval excludes zero gets a star."""
+    mark = " *" if difference and (i["low"] > 0 or i["high"] < 0) else ""
     return f"{i['estimate']:+.4f} [{i['low']:+.4f}, {i['high']:+.4f}]{mark}"
 
 
@@ -154,18 +179,22 @@ def main() -> None:
     result = {
         "overrides": overrides,
         **{side: summary(args.out / side) for side in runs},
-        "heldout_effect": {},
+        "discriminator": discriminator_line(args.out / "after"),
+        "heldout": {},
         "kept_fraction": {},
         "per_anchor": {},  # what the intervals are computed from (the records keep no synthetic.jsonl)
     }
     for round_dir in sorted((args.out / "after").glob("round_[1-9]*")):
         name, before_dir = round_dir.name, args.out / "before" / round_dir.name
-        effects = heldout_effect(before_dir), heldout_effect(round_dir)
+        rewards = heldout_rewards(before_dir), heldout_rewards(round_dir)
         kept_ = kept(before_dir), kept(round_dir)
-        result["heldout_effect"][name] = paired(*effects, "held-out anchors")
+        result["heldout"][name] = {m: paired(rewards[0][m], rewards[1][m], "held-out anchors") for m in HELDOUT}
         result["kept_fraction"][name] = paired(*kept_, "synthesis anchors")
         result["per_anchor"][name] = {
-            "heldout_effect": {side: np.round(v, 5).tolist() for side, (_, v) in zip(runs, effects, strict=True)},
+            **{
+                f"heldout_{m}": {side: np.round(r[m][1], 5).tolist() for side, r in zip(runs, rewards, strict=True)}
+                for m in ("raw", "tuned")
+            },
             "kept": {side: v.astype(int).tolist() for side, (_, v) in zip(runs, kept_, strict=True)},
         }
     print(
@@ -181,14 +210,22 @@ def main() -> None:
 
 def page(result: dict) -> list[str]:
     before, after = result["before"], result["after"]
+
+    def wall(side: dict) -> str:
+        minutes = "not recorded" if side["wall_minutes"] is None else f"{side['wall_minutes']:.1f} min"
+        return minutes + (" (resumed: a killed part's time may be missing)" if side["resumed"] else "")
+
+    ratio = after["total_minutes"] / before["total_minutes"]
     lines = [
         f"`hardcse art run --config configs/cpu-full.yaml {' '.join(result['overrides'])}`, first from the code of "
-        f"{before['code']} (before the speed work, with its own cpu-full.yaml), then from the code of {after['code']} "
-        "(the manifests' commits); each run with an empty model cache, one after the other.",
+        f"{before['code']} (with its own cpu-full.yaml), then from the code of {after['code']} (the manifests' "
+        "commits); each run with an empty model cache, one after the other.",
+        "",
+        f"The discriminator of both runs: {result['discriminator']}.",
         "",
         f"The whole run: **{before['total_minutes']:.1f} min before, {after['total_minutes']:.1f} min after** "
-        f"({after['total_minutes'] / before['total_minutes']:.2f}x; wall time {before['wall_minutes']:.1f} and "
-        f"{after['wall_minutes']:.1f} min with loading and the report).",
+        f"({ratio:.2f}x; wall time with loading and the report: before {wall(before)}, after {wall(after)}). One run "
+        "a side: the times have no interval, and the machine's speed may move between two runs.",
         "",
         "| stage (minutes) | before | after | after / before |",
         "|---|---:|---:|---:|",
@@ -196,18 +233,22 @@ def page(result: dict) -> list[str]:
     for kind in dict.fromkeys([*before["minutes"], *after["minutes"]]):
         b, a = before["minutes"].get(kind, 0.0), after["minutes"].get(kind, 0.0)
         lines.append(f"| {kind} | {b:.1f} | {a:.1f} | {a / b:.2f} |" if b else f"| {kind} | {b:.1f} | {a:.1f} | - |")
-    ratio = after["total_minutes"] / before["total_minutes"]
     lines.append(
         f"| **all** | **{before['total_minutes']:.1f}** | **{after['total_minutes']:.1f}** | **{ratio:.2f}** |"
     )
-    lines += ["", "An RL step's median parts per round, seconds (rl_log.jsonl):", ""]
+    lines += [
+        "",
+        "An RL step per round: the sum of its parts' medians over the round's steps, seconds (rl_log.jsonl):",
+        "",
+    ]
     for side, summary_ in (("before", before), ("after", after)):
         for name, parts in summary_["rl_step_parts"].items():
             total = sum(parts.values())
             lines.append(f"- {side}, {name}: {total:.2f} s: " + ", ".join(f"{p} {s}" for p, s in parts.items()))
     lines += [
         "",
-        "Synthesis per round: generated tokens a second, kept triplets, and kept triplets a minute of synthesis:",
+        "Synthesis per round: generated tokens a second (the speed), kept triplets, and kept triplets a minute of "
+        "synthesis (the speed times the kept fraction, whose difference is below):",
         "",
         "| round | before tokens/s | after tokens/s | before kept | after kept | before kept/min | after kept/min |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -220,23 +261,25 @@ def page(result: dict) -> list[str]:
         )
     lines += [
         "",
-        "Does the faster code learn what the slower one did? Per round, on the same anchors, 95% paired bootstrap "
-        "intervals over anchors (one run a side, so the intervals hold the anchors' spread, not the seeds'):",
+        "What the runs' generators wrote, per round, on the same anchors: the held-out reward of the raw and of the "
+        "tuned generator and the effect (tuned - raw), and the kept fraction of the round's synthesis. Means with 95% "
+        "paired bootstrap intervals over anchors; one run a side, so the intervals hold the anchors' spread, not the "
+        "spread between runs.",
         "",
-        "| round | held-out tuned - raw reward, before | after | after - before | kept fraction, before | after | "
-        "after - before |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| round | measure | before | after | after - before |",
+        "|---|---|---:|---:|---:|",
     ]
-    for name, effect in result["heldout_effect"].items():
-        kept_ = result["kept_fraction"][name]
-        lines.append(
-            f"| {name} | {cell(effect['a'])} | {cell(effect['b'])} | {cell(effect['difference'])} | "
-            f"{cell(kept_['a'])} | {cell(kept_['b'])} | {cell(kept_['difference'])} |"
-        )
+    labels = {"raw": "held-out reward, raw", "tuned": "held-out reward, tuned", "effect": "held-out tuned - raw"}
+    for name, measures in result["heldout"].items():
+        rows = [(labels[m], measures[m]) for m in HELDOUT] + [("kept fraction", result["kept_fraction"][name])]
+        for label, r in rows:
+            lines.append(
+                f"| {name} | {label} | {cell(r['a'])} | {cell(r['b'])} | {cell(r['difference'], difference=True)} |"
+            )
     lines += [
         "",
-        "\\* the interval excludes zero. The records: benchmarks/results/art_before_after/{before,after} "
-        "(art_rounds.RECORD_FILES).",
+        "\\* the interval of the difference excludes zero. The records: "
+        "benchmarks/results/art_before_after/{before,after} (art_rounds.RECORD_FILES).",
         "",
     ]
     return lines
