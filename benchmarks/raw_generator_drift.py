@@ -23,6 +23,7 @@ benchmarks/results/raw_generator_drift.{md,json}.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -77,6 +78,13 @@ def child(args: argparse.Namespace) -> None:
     args.child.write_text(json.dumps(result))
 
 
+def commit(code: Path) -> str:
+    """The commit checked out at ``code``, with ``+dirty`` where its src differs from it."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, capture_output=True, text=True, check=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=code, capture_output=True, text=True).stdout
+    return head.strip() + ("+dirty" if dirty.strip() else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--discriminator", required=True)
@@ -112,7 +120,11 @@ def main() -> None:
         code, cache = codes[code_name]
         per_seed = []
         for seed in args.seeds:
-            path = args.out / f"{side.replace(', ', '-').replace(' ', '_')}-seed-{seed}.json"
+            # a run's result is kept under what decides it (its code's commit, the anchors, the discriminator, the
+            # side's settings and the seed), so a rerun with other arguments or code writes anew
+            key = [commit(code), args.anchors, str(Path(args.discriminator).resolve()), settings, overrides, seed]
+            digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
+            path = args.out / f"{side.replace(', ', '-').replace(' ', '_')}-seed-{seed}-{digest}.json"
             if not path.is_file():
                 env = dict(os.environ)
                 env |= {"PYTHONPATH": str(code / "src")} if code_name == "before" else {}
@@ -145,8 +157,8 @@ def main() -> None:
         f"`before` is the code of {args.before_rev}.",
         "",
         "| side | parse failures, reward: each seed | parse failures | reward | parse failures - before | "
-        "reward - before |",
-        "|---|---|---:|---:|---:|---:|",
+        "reward - before | parse failures - after | reward - after |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for side, v in values.items():
         result["sides"][side] = {"seed_means": dict(zip(map(str, args.seeds), seed_means[side], strict=True))}
@@ -154,15 +166,19 @@ def main() -> None:
             f"seed {s}: {pf:.3f}, {r:.3f}" for s, (pf, r) in zip(args.seeds, seed_means[side], strict=True)
         )
         cells = []
-        for measure in ("parse_failure", "reward"):
-            intervals = paired_bootstrap(values["before"][measure], v[measure])
-            result["sides"][side][measure] = {k: i.to_dict() for k, i in intervals.items()}
-            d = intervals["difference"]
-            mark = " *" if d.excludes_zero() else ""
-            cells.append(f"{d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}]{mark}")
+        for reference in ("before", "after"):  # each side against the code before, and against today's defaults
+            for measure in ("parse_failure", "reward"):
+                if side == reference:
+                    cells.append("-")
+                    continue
+                intervals = paired_bootstrap(values[reference][measure], v[measure])
+                result["sides"][side][f"{measure}_minus_{reference}"] = {k: i.to_dict() for k, i in intervals.items()}
+                d = intervals["difference"]
+                mark = " *" if d.excludes_zero() else ""
+                cells.append(f"{d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}]{mark}")
         lines.append(
             f"| {side} | {by_seed} | {v['parse_failure'].mean():.3f} | {v['reward'].mean():.3f} | "
-            + " | ".join(cells if side != "before" else ["-", "-"])
+            + " | ".join(cells)
             + " |"
         )
     lines += [
