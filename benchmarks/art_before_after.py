@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hardcse.data.jsonl import read_jsonl
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RECORDS = HERE / "results" / "art_before_after"
@@ -71,14 +73,10 @@ def run(code: Path, out: Path, cache: Path, overrides: list[str], python_path: P
         earlier.write_text(json.dumps(round(before + time.perf_counter() - start, 1)))
 
 
-def synthetic(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
 def heldout_rewards(round_dir: Path) -> dict[str, tuple[list[str], np.ndarray]]:
     """The raw's, the tuned's and the effect's (tuned - raw) reward per held-out anchor, each with the anchors: a
     side's reward of an anchor is the mean of its positive's and its negative's (heldout.per_anchor)."""
-    sides = {side: synthetic(round_dir / "heldout" / side / "synthetic.jsonl") for side in ("raw", "tuned")}
+    sides = {side: read_jsonl(round_dir / "heldout" / side / "synthetic.jsonl") for side in ("raw", "tuned")}
     anchors = [r["anchor"] for r in sides["raw"]]
     if anchors != [r["anchor"] for r in sides["tuned"]]:
         raise SystemExit(f"error: {round_dir}/heldout: the raw and tuned records are not for the same anchors")
@@ -92,7 +90,7 @@ def heldout_rewards(round_dir: Path) -> dict[str, tuple[list[str], np.ndarray]]:
 
 def kept(round_dir: Path) -> tuple[list[str], np.ndarray]:
     """(anchors, 1 where the round's filter kept the anchor's triplet, else 0)."""
-    rows = synthetic(round_dir / "synthetic.jsonl")
+    rows = read_jsonl(round_dir / "synthetic.jsonl")
     return [r["anchor"] for r in rows], np.array([r["drop_reason"] is None for r in rows], dtype=float)
 
 

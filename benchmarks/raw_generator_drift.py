@@ -54,6 +54,7 @@ def child(args: argparse.Namespace) -> None:
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.config import load_config
+    from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
     from hardcse.engines import Engine
@@ -69,7 +70,7 @@ def child(args: argparse.Namespace) -> None:
     reward = Reward(discriminator, load_encoder(config.encoder, config.pooling, device="cpu"), config.reward, engine)
     with tempfile.TemporaryDirectory() as tmp:
         synthesize(config.generator.model, anchors, generation, reward, config.filter, tmp, engine=engine)
-        rows = [json.loads(line) for line in (Path(tmp) / "synthetic.jsonl").read_text().splitlines()]
+        rows = read_jsonl(Path(tmp) / "synthetic.jsonl")
     result = {
         "anchors": [r["anchor"] for r in rows],
         "parse_failure": [((r["positive"] is None) + (r["negative"] is None)) / 2 for r in rows],
