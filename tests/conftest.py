@@ -6,11 +6,17 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from isolation import WriteCheck, isolate, remove, users_cache
+
+REPO = Path(__file__).resolve().parent.parent
+# the user's cache and the checkout as they were, watched for writes; then the session's own folders (a fresh model
+# cache, HOME, Trackio's store) before anything imports hardcse
+_WRITES = WriteCheck(new_only=[REPO], new_or_changed=[users_cache()])
+SESSION_FOLDER = isolate()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Trackio reads its store's folder once, at import: the tests' runs go to a store of their own, not the user's
-os.environ.setdefault("TRACKIO_DIR", __import__("tempfile").mkdtemp(prefix="hardcse-tests-trackio-"))
 # exact PyTorch numbers everywhere by default (what `engine: auto` resolves to, read by each command and by library
 # calls made without an engine); tests/test_engines.py runs the OpenVINO engine itself
 os.environ.setdefault("HARDCSE_ENGINE", "torch")
@@ -28,6 +34,21 @@ from transformers import (  # noqa: E402
 )
 
 from hardcse.resources import bundled_encoder_dir  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if a test wrote outside its temporary folders (tests/isolation.py); remove the session's."""
+    written = _WRITES.written()
+    remove(SESSION_FOLDER)
+    if written:
+        shown = "\n  ".join(written[:20]) + (f"\n  ... and {len(written) - 20} more" if len(written) > 20 else "")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"the test session wrote {len(written)} files outside its temporary folders:\n  {shown}"
+        if reporter is not None:
+            reporter.write_line(f"error: {message}", red=True, bold=True)
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

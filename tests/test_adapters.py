@@ -10,6 +10,7 @@ import torch
 from hardcse import engines
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.adapters import saved_adapter
+from hardcse.cache_entries import is_entry
 from hardcse.engines import Engine
 
 openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
@@ -51,7 +52,7 @@ def test_a_tuned_generator_samples_the_base_export_with_its_adapter_fused(tiny_l
     tuned = TextGenerator(tuned_dir, GREEDY, Engine("torch")).generate(PROMPTS)
     assert tuned != TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(PROMPTS)
     assert TextGenerator(tuned_dir, GREEDY, Engine("openvino")).generate(PROMPTS) == tuned
-    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
+    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if is_entry(p)]
     assert exports == [ov_generator.export_key(str(tiny_lm_dir))]  # the base's only: nothing merged, exported
 
     def no_export(*_):
@@ -79,7 +80,7 @@ def test_an_adapter_genai_would_not_apply_as_peft_is_merged_and_exported(tiny_lm
     tuned = TextGenerator(str(tuned_dir), GREEDY, Engine("torch")).generate(PROMPTS)
     assert tuned != TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(PROMPTS)
     assert TextGenerator(str(tuned_dir), GREEDY, Engine("openvino")).generate(PROMPTS) == tuned
-    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
+    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if is_entry(p)]
     assert exports == [ov_generator.export_key(str(tuned_dir))]  # the merged model's, not the base's
 
 
@@ -121,5 +122,5 @@ def test_a_tuned_generator_with_int8_weights_is_merged_and_exported(tiny_lm_dir,
     assert saved_adapter(tuned_dir) is not None  # fusable, but there are no float weights to fuse into
     int8 = dataclasses.replace(GREEDY, openvino_weights="int8")
     assert len(TextGenerator(str(tuned_dir), int8, Engine("openvino")).generate(PROMPTS).texts) == len(PROMPTS)
-    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
+    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if is_entry(p)]
     assert exports == [ov_generator.export_key(str(tuned_dir), "int8")]

@@ -12,6 +12,7 @@ from hardcse.art.analysis.report import compare_runs
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.run import art_run, round_anchors
 from hardcse.art.synthesis.anchors import split_anchors
+from hardcse.cache_entries import is_entry
 from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
@@ -269,3 +270,27 @@ def test_killed_inside_and_between_stages_resume_gives_the_same_run(run_config, 
     assert stages["round_0.eval"]["attempts"] == 1 and stages["round_1.synthesis"]["attempts"] == 1
     assert stages["round_1.generator"]["attempts"] == 2  # killed once, resumed from its checkpoint
     assert all("seconds" in s for s in stages.values())
+
+
+@pytest.mark.slow  # two whole runs on tiny models (about 2 min): make test, not test-fast
+def test_a_warm_started_run_tunes_on_from_the_warm_start_and_compares_against_it(run_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))  # an empty cache: the first run trains
+    nli = tmp_path / "pairs.tsv"
+    rows = [("the cat runs", "the cat runs very", "entailment"), ("a dog sleeps", "the dog runs here", "contradiction")]
+    nli.write_text("premise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows * 3))
+    warm = ["warm_start.steps=1", "warm_start.batch_size=2", f"warm_start.files=[{nli}]", "warm_start.share=null"]
+    config = load_config(ArtRunConfig, run_config, ["rounds=1", *warm])
+    art_run(config, tmp_path / "a")
+    run = tmp_path / "a"
+    assert json.loads((run / "warm_start" / "warm_start.json").read_text())["pairs"]["used"] == 2
+    stages = list(json.loads((run / "manifest.json").read_text())["stages"])
+    assert stages.index("warm_start") < stages.index("round_1.generator")
+    heldout = json.loads((run / "round_1" / "heldout.json").read_text())
+    assert heldout["raw_generator"] == str(run / "warm_start")  # RL's own effect: the warm start against its tuning
+    # the second run copies the kept warm start: the same adapter, byte for byte
+    art_run(config, tmp_path / "b")
+    for name in ("adapter_model.safetensors", "warm_start.json"):
+        assert (tmp_path / "b" / "warm_start" / name).read_bytes() == (run / "warm_start" / name).read_bytes()
+    assert len([p for p in (tmp_path / "cache" / "warm_start").iterdir() if is_entry(p)]) == 1
+    with pytest.raises(HardcseError, match="warm_start: generator.model .* is a tuned generator folder"):
+        art_run(load_config(ArtRunConfig, run_config, [*warm, f"generator.model={run / 'warm_start'}"]), tmp_path / "c")

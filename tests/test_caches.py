@@ -12,6 +12,7 @@ import pytest
 
 from hardcse import engines
 from hardcse.cache import publish_dir
+from hardcse.cache_entries import is_entry
 from hardcse.engines import Engine
 
 openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
@@ -53,7 +54,7 @@ def test_publish_dir_builds_once_for_two_processes_and_leaves_nothing_partial(tm
     outputs = run_together(script, {})
     assert len(set(outputs)) == 1
     assert len((tmp_path / "builds.log").read_text().split()) == 1  # the second waited and read the first's
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["entry", "entry.lock"]
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["entry", "entry.leases", "entry.lock"]
 
 
 def test_a_killed_build_is_cleared_and_a_complete_entry_is_never_replaced(tmp_path):
@@ -68,7 +69,7 @@ def test_a_killed_build_is_cleared_and_a_complete_entry_is_never_replaced(tmp_pa
         (tmp / "done").write_text("1")
 
     assert publish_dir(target, build, complete) == target and (target / "done").read_text() == "1"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "entry.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "entry.leases", "entry.lock"]
     publish_dir(target, lambda tmp: pytest.fail("built again"), complete)
     with pytest.raises(RuntimeError, match="left it incomplete"):
         publish_dir(tmp_path / "other", lambda tmp: None, complete)
@@ -136,11 +137,13 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     lines = outputs[0].splitlines()
     checkpoint = lines[0].removeprefix(f"{resources.BUNDLED_GENERATOR} as a float checkpoint: ")
     export = lines[1].removeprefix(f"{resources.BUNDLED_GENERATOR} in OpenVINO: ")
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and is_entry(p)) == sorted(
         ["eval", "openvino", os.path.basename(checkpoint)]
     )
-    assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(export)]
-    assert len(list((tmp_path / "eval").iterdir())) == 1  # the bundled encoder's scores, evaluated once
+    assert [p.name for p in (tmp_path / "openvino").iterdir() if is_entry(p)] == [os.path.basename(export)]
+    assert (
+        len([p for p in (tmp_path / "eval").iterdir() if is_entry(p)]) == 1
+    )  # the bundled encoder's scores, evaluated once
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
 
@@ -205,7 +208,7 @@ def test_two_processes_on_a_cold_cache_both_get_the_one_generator_export(tiny_lm
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
     assert len(set(outputs)) == 1
-    assert [p.name for p in (tmp_path / "openvino").iterdir() if p.is_dir()] == [os.path.basename(outputs[0].strip())]
+    assert [p.name for p in (tmp_path / "openvino").iterdir() if is_entry(p)] == [os.path.basename(outputs[0].strip())]
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
@@ -223,7 +226,7 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_cached_generations(tin
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
     assert len(set(outputs)) == 1
-    assert len(list((tmp_path / "generations").iterdir())) == 1
+    assert len([p for p in (tmp_path / "generations").iterdir() if is_entry(p)]) == 1
 
 
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
@@ -261,7 +264,7 @@ def test_two_processes_on_a_cold_cache_write_and_agree_on_an_encoders_evaluation
     """
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path)})
     assert len(set(outputs)) == 1
-    assert len(list((tmp_path / "eval").iterdir())) == 1
+    assert len([p for p in (tmp_path / "eval").iterdir() if is_entry(p)]) == 1
 
 
 def test_the_tuned_generator_key_follows_processes_engines_precision_and_the_terms_code(

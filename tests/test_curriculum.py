@@ -237,6 +237,7 @@ def test_killed_inside_training_resumes_without_redoing_the_plan(task_folder, ti
     assert record["steps"] == 36 and record["resumed_from"].startswith("checkpoint-")
 
 
+@pytest.mark.exact_numbers
 def test_two_runs_with_the_same_seed_are_identical(task_folder, tiny_encoder_dir, tmp_path):
     """Plan (annealing, sampling), data order, training and selection are all seeded from the config."""
     config_file = tmp_path / "c.yaml"

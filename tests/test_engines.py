@@ -130,6 +130,7 @@ def test_eval_with_openvino_missing_is_one_line_and_writes_nothing(monkeypatch, 
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_the_openvino_encoder_gives_the_torch_embeddings_and_follows_weight_changes(tiny_encoder):
     from hardcse.encoder.encode import encode, encoding_engine
 
@@ -181,6 +182,7 @@ GREEDY = GeneratorConfig(dtype="float32", top_k=1, max_new_tokens=6, device="cpu
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_openvino_greedy_writes_the_torch_tokens_and_the_export_is_cached(tiny_lm_dir, tmp_path, monkeypatch):
     from hardcse.art.generator import openvino as ov_generator
     from hardcse.art.generator.texts import TextGenerator
@@ -200,6 +202,7 @@ def test_openvino_greedy_writes_the_torch_tokens_and_the_export_is_cached(tiny_l
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_seeded_openvino_synthesis_reruns_byte_identical(tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path):
     from hardcse.art.reward.dual import Reward
     from hardcse.art.synthesis.triplets import synthesize
@@ -256,6 +259,7 @@ def test_the_shared_prefix_of_each_group_by_hand():
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_openvino_prefills_a_shared_prefix_once_and_a_batch_writes_the_same_whatever_came_before(
     tiny_lm_dir, tmp_path, monkeypatch
 ):

@@ -241,21 +241,60 @@ def test_the_documented_example_term_by_hand():
     assert values[:2] == [0.5, 0.0] and np.isnan(values[2])
 
 
-def test_a_term_that_fails_at_the_first_step_stops_the_run_in_one_line(
-    terms_file, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, capsys
-):
-    from hardcse.cli import main
+def test_a_term_is_tried_on_two_anchors_in_the_documented_stand_in_context(terms_file):
+    from hardcse.art.reward.terms import check_terms, config_terms, stand_in_context
 
-    out = tmp_path / "tune"
-    args = ["art", "tune", "--config", "tune-cpu", "--out", str(out), f"encoder={tiny_encoder_dir}"]
+    context = stand_in_context(["a dog sleeps", None])
+    assert context.nli_probs[0].tolist() == [1 / 3] * 3 and np.isnan(context.nli_probs[1]).all()
+    assert context.cosine[0] == 0.5 and np.isnan(context.cosine[1])
+    vectors = context.encode(["a", "b", "a"])
+    assert (
+        vectors.shape == (3, 8) and np.allclose(np.linalg.norm(vectors, axis=1), 1) and (vectors[0] == vectors[2]).all()
+    )
+    assert context.nli(["x", "y"], ["z", "w"]).tolist() == [[1 / 3] * 3] * 2
+    anchors = ["the cat runs", "a dog sleeps", "never read"]
+    check_terms(config_terms([term(terms_file, "words"), term(terms_file, "target_probability")]), anchors)
+    # the parsed row answers with the second anchor, which mentions a dog: nan_for_dogs fails here, before any model
+    with pytest.raises(HardcseError) as e:
+        check_terms(config_terms([term(terms_file, "nan_for_dogs")]), anchors)
+    message = str(e.value)
+    assert (
+        message.startswith("reward term 'nan_for_dogs' (")
+        and "returned nan for row 0 of the batch (positive" in message
+    )
+    assert message.endswith(
+        "(checked before any model loads: two of the run's anchors, a stand-in context; "
+        "docs/art.md, 'Your own reward terms')"
+    )
+
+
+@pytest.mark.parametrize("command", ["tune", "run"])
+def test_a_broken_term_stops_the_run_in_one_line_before_any_model_loads(
+    terms_file, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, capsys, monkeypatch, command
+):
+    from hardcse.art import run as art_run_module
+    from hardcse.art.rl import tuning
+    from hardcse.cli import main
+    from hardcse.discriminator import nli
+
+    def never(*args, **kwargs):
+        raise AssertionError("a model was loaded or trained before the reward's terms were checked")
+
+    for module, name in [(nli, "load_discriminator"), (art_run_module, "train_nli"), (art_run_module, "train_or_copy")]:
+        monkeypatch.setattr(module, name, never)
+    monkeypatch.setattr(tuning, "tune_generator", never)
+
+    out = tmp_path / command
+    config = "tune-cpu" if command == "tune" else "smoke"
+    args = ["art", command, "--config", config, "--out", str(out), f"encoder={tiny_encoder_dir}"]
     args += [f"discriminator={tiny_nli_dir}", f"generator.model={tiny_lm_dir}", "generator.max_new_tokens=8"]
     args += [f"anchors.corpus={corpus}", "anchors.held_out=5", "anchors.min_words=3", "rl.steps=2"]
     args += ["rl.batch_size=4", "rl.minibatch_size=2", f"reward.terms=[{{fn: '{terms_file}:short'}}]"]
     assert main(args) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip().startswith(("error", "Trace"))]
     assert lines == [lines[0]] and lines[0].startswith("error: reward term 'short' (")
-    assert "returned 1 values for 2 positive rows" in lines[0]
-    assert not out.exists()  # no stage had finished: nothing is left (a later stage's failure keeps the earlier)
+    assert "returned 1 values for 2 positive rows" in lines[0] and "checked before any model loads" in lines[0]
+    assert not out.exists()  # no stage had started: nothing is left
 
 
 def test_the_report_writes_the_reward_as_a_formula():

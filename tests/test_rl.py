@@ -23,6 +23,7 @@ from hardcse.art.rl.algorithms import (
     masked_mean,
 )
 from hardcse.art.rl.loop import RLTrainer
+from rounding import float32_recompute_tolerance
 
 GEN = GeneratorConfig(  # on the CPU wherever the suite runs: tests/test_cuda.py runs these paths on a GPU
     max_new_tokens=3, sampling_temperature=1.0, lora_target_modules=["q_proj", "v_proj"], dtype="float32", device="cpu"
@@ -102,8 +103,36 @@ def losses_without_updates(trainer: RLTrainer) -> list[tuple]:
     return seen
 
 
+def assert_ratio_one_before_any_update(seen: list[tuple], stats: dict, model, dtype: str) -> None:
+    """The minibatches ``seen`` (:func:`losses_without_updates`) of a step whose updates changed nothing."""
+    first, *recomputed = seen
+    # the first update differentiates pi_old's own forward (loop.py, step 2): exact by construction, in any precision
+    rollout, rows, losses = first
+    mask = rollout.samples.response_mask[rows]
+    assert torch.equal(losses["ratio"], mask)  # exactly 1 on every response token
+    # with ratio 1 the clipped surrogate is -A: its masked mean, to the last bit
+    assert float(losses["policy_loss"].detach()) == float(masked_mean(-rollout.advantages[rows], mask))
+    assert float(losses["clipfrac"].detach()) == 0.0 and float(losses["approx_kl"].detach()) == 0.0
+    # the others compute log pi again: the first epoch's second minibatch over pi_old's rows with its prefixes
+    # computed afresh, the second epoch's over other rows (its shuffle), through kernels that block their sums
+    # otherwise on each CPU kind. So equal to float32's rounding only (tests/rounding.py); in bfloat16 a re-split of
+    # rows moves log-probs by up to 0.49 nats (benchmarks/results/old_logprob_batches.md): there only the first holds.
+    if dtype == "float32":
+        bound = float32_recompute_tolerance(model, largest_logprob=float(rollout.old_logprobs.min()))
+        for rollout, rows, losses in recomputed:
+            mask = rollout.samples.response_mask[rows]
+            assert float(((losses["ratio"] - mask) * mask).abs().max()) <= bound
+            expected = float(masked_mean(-rollout.advantages[rows], mask))
+            assert abs(float(losses["policy_loss"].detach()) - expected) <= bound * float(
+                rollout.advantages.abs().max()
+            )
+            assert float(losses["clipfrac"].detach()) == 0.0 and abs(float(losses["approx_kl"].detach())) <= bound
+        assert stats["clipfrac"] == 0.0 and abs(stats["approx_kl"]) <= bound
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_lm_dir, dtype):
+@pytest.mark.exact_numbers
+def test_the_first_update_starts_at_ratio_exactly_one_and_the_others_within_rounding(tiny_lm_dir, dtype):
     # LoRA dropout 0.05 in the config: the trainer turns it off, so sampling and training compute one policy
     gen = dataclasses.replace(GEN, dtype=dtype, lora_dropout=0.05)
     model, tokenizer = load_generator(str(tiny_lm_dir), gen, trainable=True)
@@ -115,21 +144,17 @@ def test_the_ratio_is_exactly_one_and_the_loss_analytic_before_any_update(tiny_l
     seen = losses_without_updates(trainer)
     prompts = ["the cat", "a dog runs", "the", "very good", "the cat", "a dog"]
     stats = trainer.step(prompts, ["positive", "negative"] * 3, good_share)
-    # 2 epochs of 2 minibatches: the first kept its graph from pi_old's forward, the others were computed again
-    assert len(seen) == 4 and stats["approx_kl"] == 0.0 and stats["clipfrac"] == 0.0
-    for rollout, rows, losses in seen:
-        mask = rollout.samples.response_mask[rows]
-        assert torch.equal(losses["ratio"], mask)  # exactly 1 on every response token
-        # with ratio 1 the clipped surrogate is -A: its masked mean, to the last bit
-        assert float(losses["policy_loss"].detach()) == float(masked_mean(-rollout.advantages[rows], mask))
-        assert float(losses["clipfrac"].detach()) == 0.0 and float(losses["approx_kl"].detach()) == 0.0
+    assert len(seen) == 4  # 2 epochs of 2 minibatches
+    assert_ratio_one_before_any_update(seen, stats, model, dtype)
     # pi_ref is not pi (the KL term has something to do)
+    rollout = seen[0][0]
     assert not torch.allclose(
         rollout.ref_logprobs * rollout.samples.response_mask, rollout.old_logprobs * rollout.samples.response_mask
     )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.exact_numbers
 def test_kl_is_exactly_zero_when_policy_equals_reference(tiny_lm_dir, dtype):
     # LoRA B = 0: policy == reference. pi_ref is taken minibatch by minibatch, as pi_old is: in bfloat16 one forward
     # over all rows would round some log-probs otherwise (benchmarks/results/old_logprob_batches.md)
@@ -154,6 +179,7 @@ def test_kl_is_exactly_zero_when_policy_equals_reference(tiny_lm_dir, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.exact_numbers
 def test_pi_old_and_pi_ref_share_prefix_caches_within_their_own_forwards_and_change_no_number(tiny_lm_dir, dtype):
     # a trained adapter (LoRA B != 0): the policy and the reference differ, so a prefix cache shared across the two
     # would show; minibatches that continue the same prefixes compute them once for log pi_old, once for log pi_ref
@@ -285,6 +311,7 @@ def test_grpo_loss_by_hand():
     assert float(kl) == pytest.approx(d / 3)
 
 
+@pytest.mark.exact_numbers
 def test_grpo_ratio_is_exactly_one_before_any_update(tiny_lm_dir):
     model, tokenizer = load_generator(str(tiny_lm_dir), dataclasses.replace(GEN, lora_dropout=0.05), trainable=True)
     torch.manual_seed(3)

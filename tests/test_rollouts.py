@@ -13,11 +13,12 @@ from hardcse.art.rl import rollouts as rollouts_module
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.rollouts import OpenVINORollouts, resolve_rollout_engine, rollout_sampler
 from hardcse.art.rl.tuning import tune_generator
+from hardcse.cache_entries import is_entry
 from hardcse.config import ConfigValueError, load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
-from test_rl import good_share, losses_without_updates
+from test_rl import assert_ratio_one_before_any_update, good_share, losses_without_updates
 
 openvino = pytest.mark.skipif(not engines.openvino_installed(), reason="the openvino extra is not installed")
 
@@ -37,6 +38,7 @@ def new_adapter(model, seed: int) -> None:
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_openvino_rollouts_follow_the_policys_adapter_at_every_call(tiny_lm_dir, tmp_path, monkeypatch):
     from hardcse.art.generator.openvino import export_key
 
@@ -44,7 +46,7 @@ def test_openvino_rollouts_follow_the_policys_adapter_at_every_call(tiny_lm_dir,
     model, tokenizer = load_generator(str(tiny_lm_dir), GREEDY, trainable=True)
     int8 = dataclasses.replace(GREEDY, openvino_weights="int8")  # synthesis' setting: rollouts take float weights
     rollouts = OpenVINORollouts(model, tokenizer, int8, str(tiny_lm_dir))
-    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]
+    exports = [p.name for p in (tmp_path / "cache" / "openvino").iterdir() if is_entry(p)]
     assert exports == [export_key(str(tiny_lm_dir), "float")]
     limits = [6, 3, 6, 2, 6, 5]
     written = []
@@ -69,6 +71,7 @@ def test_openvino_rollouts_follow_the_policys_adapter_at_every_call(tiny_lm_dir,
 
 
 @openvino
+@pytest.mark.exact_numbers
 def test_an_rl_step_on_openvino_rollouts_starts_at_ratio_one_and_reruns_the_same(tiny_lm_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     sampled = GeneratorConfig(dtype="float32", max_new_tokens=4, device="cpu")
@@ -79,10 +82,9 @@ def test_an_rl_step_on_openvino_rollouts_starts_at_ratio_one_and_reruns_the_same
     seen = losses_without_updates(trainer)
     torch.manual_seed(7)
     stats = trainer.step(PROMPTS, GROUPS, good_share)
-    assert len(seen) == 4 and stats["approx_kl"] == 0.0 and stats["clipfrac"] == 0.0
-    for rollout, rows, losses in seen:  # log pi_old is the policy's own forward, whoever sampled
-        assert torch.equal(losses["ratio"], rollout.samples.response_mask[rows])
-    texts = rollout.samples.texts
+    assert len(seen) == 4
+    assert_ratio_one_before_any_update(seen, stats, model, "float32")  # log pi_old is the policy's, whoever sampled
+    texts = seen[0][0].samples.texts
     torch.manual_seed(7)  # the step's seed decides the call's: the same texts again
     assert sampler(PROMPTS, GROUPS, None).texts == texts
     torch.manual_seed(8)

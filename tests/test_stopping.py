@@ -14,6 +14,7 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
 from hardcse.art.generator.stopping import line_break_ids, stop_ids, token_limits
 from hardcse.art.generator.texts import TextGenerator
+from hardcse.cache_entries import is_entry
 from hardcse.engines import Engine, openvino_installed
 
 GREEDY = GeneratorConfig(dtype="float32", top_k=1, max_new_tokens=6, device="cpu")
@@ -115,11 +116,11 @@ def test_cached_generations_are_read_back_and_keyed_by_what_they_depend_on(tiny_
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     first = TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch"), cache=True).generate(PROMPTS, row_seeds=SEEDS)
-    assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
+    assert len([p for p in (tmp_path / "cache" / "generations").iterdir() if is_entry(p)]) == 1
     TextGenerator(str(tiny_lm_dir), SAMPLED, Engine("torch")).generate(
         PROMPTS, row_seeds=SEEDS
     )  # no cache: nothing kept
-    assert len(list((tmp_path / "cache" / "generations").iterdir())) == 1
+    assert len([p for p in (tmp_path / "cache" / "generations").iterdir() if is_entry(p)]) == 1
 
     def no_sampling(*_args, **_kwargs):
         raise AssertionError("generated again")

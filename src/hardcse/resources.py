@@ -54,16 +54,17 @@ def bundled_generator_dir() -> Path:
     get the one conversion."""
     import torch
 
-    from hardcse.cache import environment_digest, publish_dir
+    from hardcse.cache import EntryDescription, environment_digest, publish_dir
 
     gguf = bundled_generator_gguf()
     digest = hashlib.sha256(f"{gguf.name}\0".encode())
     with gguf.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
-    environment_digest(digest, torch.device("cpu"), shared_code=True)  # converted by this module
+    found = environment_digest(digest, torch.device("cpu"), shared_code=True)  # converted by this module
     target = cache_dir() / f"smollm2-135m-instruct-{digest.hexdigest()[:16]}"
-    return publish_dir(target, lambda tmp: convert_gguf(gguf, tmp), _converted)
+    described = EntryDescription("converted-checkpoint", f"{gguf.name} de-quantised", found)
+    return publish_dir(target, lambda tmp: convert_gguf(gguf, tmp), _converted, described)
 
 
 def _converted(folder: Path) -> bool:

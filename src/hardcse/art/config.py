@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from hardcse.art.reward_config import RewardConfig
+from hardcse.art.warm_start_config import WarmStartConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
 from hardcse.data.sts import ALL_TASKS, DEV_TASK
@@ -265,6 +266,9 @@ class TuneConfig(Tracked):
     pooling: PoolingName = "default"  # the encoder's pooling (see `hardcse eval --pooling`)
     discriminator: str = "runs/nli-minilm"  # an NLI model from `hardcse nli train`: judges correctness
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    # a supervised start of the generator's adapter on NLI pairs before RL (hardcse/art/rl/warm_start.py); off by
+    # default (the paper tunes the raw model). On: RL tunes on from it and the raw baseline is it, untuned.
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     RENAMED: ClassVar[dict[str, str]] = {"ppo": "rl"}
     rl: RLConfig = field(default_factory=RLConfig)

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from hardcse.art.analysis.judge import judge_records
 from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
+from hardcse.art.reward.terms import check_terms, config_terms
 from hardcse.art.rl.tuning import check_rank_shares, tune_generator
+from hardcse.art.rl.warm_start import check_warm_start, warm_start_stage
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.atomic import write_json_atomic
@@ -94,7 +96,10 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
     else:  # the NLI files the run's discriminator trains on, read whole now
         nli_training_pairs(config.discriminator_training)
     check_model_sources(sources)
-    return round_anchors(split_anchors(config.anchors).train, config)
+    train = split_anchors(config.anchors).train
+    check_terms(config_terms(config.reward.terms), train)  # a broken term fails now, not after the discriminator
+    check_warm_start(config)
+    return round_anchors(train, config)
 
 
 def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
@@ -111,14 +116,11 @@ def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, ove
 @dataclass
 class _Run:
     folder: RunFolder
+    config: ArtRunConfig  # the folder's, with generator.model the warm-started generator where there is one
     discriminator_source: str
     discriminator: NLIDiscriminator
     tasks: list[str]
     engine: Engine
-
-    @property
-    def config(self) -> ArtRunConfig:
-        return self.folder.config
 
     @property
     def dir(self) -> Path:
@@ -140,8 +142,10 @@ def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -
         discriminator_source = str(folder.dir / "discriminator")
     else:
         discriminator_source = config.discriminator
+    config = warm_start_stage(folder, config)
     tasks = config.evaluated_tasks
-    run = _Run(folder, discriminator_source, load_discriminator(discriminator_source, config.device), tasks, engine)
+    discriminator = load_discriminator(discriminator_source, config.device)
+    run = _Run(folder, config, discriminator_source, discriminator, tasks, engine)
 
     folder.stage(
         "round_0.eval", "round_0/eval.json", lambda partial: write_json_atomic(partial, starting_scores(config, engine))

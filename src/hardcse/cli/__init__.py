@@ -11,10 +11,10 @@ import os
 import sys
 from typing import NoReturn
 
-from hardcse.cli import art, assay, compare, datacube, decontaminate, diffaug, evaluate, nli, prepare, simcse
+from hardcse.cli import art, assay, cache, compare, datacube, decontaminate, diffaug, evaluate, nli, prepare, simcse
 from hardcse.errors import HardcseError
 
-GROUPS = (evaluate, compare, assay, decontaminate, prepare, simcse, nli, art, datacube, diffaug)
+GROUPS = (evaluate, compare, assay, decontaminate, prepare, cache, simcse, nli, art, datacube, diffaug)
 
 
 class Parser(argparse.ArgumentParser):

@@ -86,7 +86,9 @@ def tune(args: argparse.Namespace) -> None:
 def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overwrite: bool = False) -> Path:
     """``hardcse art tune`` as a run folder: RL works in ``rl/`` (checkpoints; a killed run resumes from the
     last) and the tuned generator lands in ``generator/`` with its RL log and curves. Returns ``generator/``."""
+    from hardcse.art.reward.terms import check_terms, config_terms
     from hardcse.art.rl.tuning import check_rank_shares, tune_generator
+    from hardcse.art.rl.warm_start import check_warm_start, warm_start_stage
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.distributed import run_on_main
     from hardcse.engines import Engine
@@ -97,11 +99,14 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
     folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art tune", engine=engine)
     folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
     check_rank_shares(config.rl)
-    split_anchors(config.anchors)  # the corpus read and split now: too few sentences fail before any model loads
+    # the corpus read and split now (too few sentences fail before any model loads), and the reward's terms tried
+    check_terms(config_terms(config.reward.terms), split_anchors(config.anchors).train)
+    check_warm_start(config)
     check_model_sources(
         {"encoder": config.encoder, "discriminator": config.discriminator, "generator.model": config.generator.model}
     )
     with folder as run:
+        config = warm_start_stage(run, config)  # RL tunes on from the warm-started generator, if any
         final = run.stage(
             "generator",
             "generator",
@@ -145,6 +150,7 @@ def synthesis_run(
     ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
     the synthesis report. The inputs that are not config are recorded in the manifest."""
     from hardcse.art.reward.dual import Reward
+    from hardcse.art.reward.terms import check_terms, config_terms
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.corpus import read_sentences
@@ -179,6 +185,7 @@ def synthesis_run(
             "(start a new folder to change them)"
         )
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
+    check_terms(config_terms(config.reward.terms), texts)
     with folder as run:
         run.record("inputs", inputs)
 

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> None:
 
     from hardcse.art.config import ArtRunConfig, GeneratorConfig
     from hardcse.art.run import starting_scores
+    from hardcse.cli.cache import size_line
     from hardcse.config import load_config
     from hardcse.devices import resolve_device
     from hardcse.engines import Engine, openvino_installed
@@ -62,4 +63,5 @@ def run(args: argparse.Namespace) -> None:
     record = starting_scores(demo, engine)
     done = f"read back from {record['read_from']}" if "read_from" in record else "evaluated"
     print(f"{demo.encoder} {done} as a run's round 0 reads it: avg7 {record['avg7']:.2f}")
+    print(f"{size_line()} (to bound it: `hardcse cache prune --help`)")
     print(f"prepared in {time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from hardcse.data.decontamination import normalise
 from hardcse.data.table import OnError, read_table
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
@@ -36,6 +38,18 @@ EVAL_FILES = {
 }
 
 
+# The training pairs split three ways by premise (a third each), so that the models that grade generated data (the
+# reward's discriminator, the judge) never trained on a pair the generator's warm start taught it, nor on each
+# other's (hardcse/art/rl/warm_start.py; ``share`` in NLITrainConfig and WarmStartConfig)
+SHARES = ("discriminator", "judge", "warm_start")
+
+
+def premise_share(premise: str) -> str:
+    """The share a premise's pairs belong to: sha256 of its normalised text, mod 3 (the same on every machine)."""
+    digest = hashlib.sha256(normalise(premise).encode()).digest()
+    return SHARES[int.from_bytes(digest[:8], "little") % len(SHARES)]
+
+
 @dataclass
 class NLIPairs:
     premises: list[str]
@@ -47,6 +61,13 @@ class NLIPairs:
 
     def __add__(self, other: NLIPairs) -> NLIPairs:
         return NLIPairs(self.premises + other.premises, self.hypotheses + other.hypotheses, self.labels + other.labels)
+
+    def share(self, name: str | None) -> NLIPairs:
+        """The pairs whose premise is in share ``name`` (:data:`SHARES`); None: all of them."""
+        if name is None:
+            return self
+        keep = [i for i, premise in enumerate(self.premises) if premise_share(premise) == name]
+        return NLIPairs(*([column[i] for i in keep] for column in (self.premises, self.hypotheses, self.labels)))
 
 
 def _label(text: str) -> int:

@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 
 from hardcse.atomic import write_json_atomic
-from hardcse.cache import environment_digest, publish_dir
+from hardcse.cache import EntryDescription, environment_digest, lease, publish_dir
 from hardcse.data.nli import NLIPairs
 from hardcse.devices import resolve_device
 from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs, train_nli
@@ -51,15 +51,27 @@ TIMING_KEYS = ("steps_timed", "seconds_per_step")  # what the training spent: no
 def kept_discriminator_dir(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> Path:
     """``<cache>/discriminator/KEY``: where a discriminator trained from ``config`` on ``data`` (its training and
     dev pairs) is kept (module doc)."""
-    return cache_dir() / "discriminator" / discriminator_key(config, data)[:32]
+    return _kept_entry(config, data)[0]
 
 
 def discriminator_key(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> str:
     """The sha256 of what decides the weights ``config`` trains on ``data`` (module doc); also the key of the
     evidence benchmark's NLI models (benchmarks/art_rounds.py)."""
+    return _keyed(config, data)[0]
+
+
+def _kept_entry(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> tuple[Path, EntryDescription]:
+    """:func:`kept_discriminator_dir` and the description of its entry (its sidecar: hardcse/cache.py)."""
+    key, found = _keyed(config, data)
+    what = f"{config.base_model} on {len(data[0])} NLI pairs ({len(data[1])} dev)"
+    return cache_dir() / "discriminator" / key[:32], EntryDescription("discriminator", what, found)
+
+
+def _keyed(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -> tuple[str, dict]:
+    """:func:`discriminator_key` and the environment part of it."""
     device = resolve_device(config.training.device, "discriminator_training.training.device")
     digest = hashlib.sha256(f"format {CACHE_FORMAT}\0world size {world_size()}\0".encode())
-    environment_digest(digest, device, shared_code=True)
+    found = environment_digest(digest, device, shared_code=True)
     settings = dataclasses.asdict(config)
     for key in ("report_to", "train_files", "dev_files"):  # how it is watched; the files' pairs are digested below
         settings.pop(key)
@@ -68,7 +80,7 @@ def discriminator_key(config: NLITrainConfig, data: tuple[NLIPairs, NLIPairs]) -
     for pairs in data:
         digest.update(json.dumps([pairs.premises, pairs.hypotheses, pairs.labels]).encode())
     files_digest(resolve_model(config.base_model), digest)
-    return digest.hexdigest()
+    return digest.hexdigest(), found
 
 
 def is_kept(folder: Path) -> bool:
@@ -79,8 +91,10 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
     """The discriminator of ``config`` in ``out_dir``: copied from the cache when these inputs trained one on this
     machine before, else trained (every rank takes part) and then kept."""
     data = nli_training_pairs(config)
-    entry = kept_discriminator_dir(config, data)
-    if run_on_main(lambda: is_kept(entry)):  # rank 0 decides for every rank: the ranks train together or not at all
+    entry, described = _kept_entry(config, data)
+    # rank 0 decides for every rank (the ranks train together or not at all), and leases the entry it copies (a
+    # miss takes no lock, as before: a cache that cannot be written costs no run)
+    if run_on_main(lambda: is_kept(entry) and lease(entry, is_kept)):
         log.info("discriminator: the same inputs trained one on this machine before; copied from %s", entry)
         run_on_main(lambda: _copy_kept(entry, out_dir))
         return
@@ -89,12 +103,12 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
     if record.get("resumed_from"):  # only a training from nothing is kept: it is what the key promises
         log.info("discriminator: resumed from a checkpoint of a killed run, so not kept in %s", entry)
         return
-    run_on_main(lambda: _keep(Path(out_dir), entry))
+    run_on_main(lambda: _keep(Path(out_dir), entry, described))
 
 
-def _keep(out_dir: Path, entry: Path) -> None:
+def _keep(out_dir: Path, entry: Path, described: EntryDescription) -> None:
     try:
-        publish_dir(entry, lambda tmp: shutil.copytree(out_dir, tmp, dirs_exist_ok=True), is_kept)
+        publish_dir(entry, lambda tmp: shutil.copytree(out_dir, tmp, dirs_exist_ok=True), is_kept, described)
     except OSError as e:  # the run has its discriminator: a cache it cannot write only costs the next run time
         log.warning("discriminator: not kept in %s (%s); the next run with these inputs trains it again", entry, e)
 

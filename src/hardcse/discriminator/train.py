@@ -17,8 +17,8 @@ from sentence_transformers.cross_encoder import CrossEncoder
 from sentence_transformers.cross_encoder.losses import CrossEntropyLoss
 
 from hardcse.batching import LengthGroupedBatchSampler
-from hardcse.config import ConfigValueError, check_positive
-from hardcse.data.nli import DEV_FILES, EVAL_FILES, LABEL_ID, LABELS, TRAIN_FILES, NLIPairs, read_nli_files
+from hardcse.config import ConfigValueError, check_choice, check_positive
+from hardcse.data.nli import DEV_FILES, EVAL_FILES, LABEL_ID, LABELS, SHARES, TRAIN_FILES, NLIPairs, read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, nli_metrics
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
@@ -49,10 +49,15 @@ class NLITrainConfig(Tracked):
     dev_files: list[str] = field(default_factory=lambda: list(DEV_FILES))
     length_grouped: bool = True  # batches of similar length: less padding, faster on CPU
     max_examples: int | None = None  # take a random N of the training pairs (quick runs)
+    # null: every training pair; discriminator | judge: only the pairs whose premise is in that third
+    # (hardcse/data/nli.py SHARES), disjoint from the other's and from the generator's warm start
+    share: str | None = None
     training: TrainingSettings = field(default_factory=_nli_training)
 
     def check(self) -> None:
         check_positive("max_examples", self.max_examples, allow_none=True)
+        if self.share is not None:
+            check_choice("share", self.share, SHARES)
         root = data_dir()
         eval_paths = {str((root / p).resolve()) for p in EVAL_FILES.values()}
         leaked = [f for f in self.train_files if str((root / f).resolve()) in eval_paths]
@@ -81,7 +86,7 @@ class DevAccuracy(BaseEvaluator):
 
 def nli_training_pairs(config: NLITrainConfig) -> tuple[NLIPairs, NLIPairs]:
     """The training and dev pairs, read whole (a bad or empty file fails here, before any model loads)."""
-    train, dev = read_nli_files(config.train_files), read_nli_files(config.dev_files)
+    train, dev = read_nli_files(config.train_files).share(config.share), read_nli_files(config.dev_files)
     for key, pairs in (("train_files", train), ("dev_files", dev)):
         if not len(pairs):
             raise HardcseError(f"{key}: {getattr(config, key)} hold no NLI pairs; give files with rows")

@@ -117,7 +117,7 @@ def cached_eval(
     pooling, the STS data's files, the engine and precision that encode, and hardcse's code, the libraries' versions
     and the machine's kind (hardcse/cache.py). A record read back names its file (``read_from``) and has no
     ``seconds``: reading took none of the evaluation's time."""
-    from hardcse.cache import environment_digest
+    from hardcse.cache import EntryDescription, environment_digest, read_file_entry, write_sidecar
     from hardcse.devices import resolve_device
     from hardcse.encoder.build import loads_hardcse_modules
     from hardcse.evaluation.sts import write_sts_eval
@@ -133,13 +133,17 @@ def cached_eval(
     digest = hashlib.sha256(key.encode())
     files_digest(data_dir() / "sts", digest)
     # evaluation runs the shared code only, unless the model folder loads hardcse's own modules (DiffAug's)
-    environment_digest(digest, where, shared_code=not loads_hardcse_modules(model_path))
+    found = environment_digest(digest, where, shared_code=not loads_hardcse_modules(model_path))
     path = (cache or cache_dir()) / "eval" / f"{digest.hexdigest()[:32]}.json"
-    if path.is_file():
-        record = {**json.loads(path.read_text(encoding="utf-8")), "model": source, "read_from": str(path)}
+    text = read_file_entry(path)
+    if text is not None:
+        record = {**json.loads(text), "model": source, "read_from": str(path)}
         record.pop("seconds", None)
         return record
-    return write_sts_eval(path, source, tasks, pooling, device, engine=engine)
+    record = write_sts_eval(path, source, tasks, pooling, device, engine=engine)
+    what = f"{source} on {' '.join(tasks)}, pooling {pooling}, {used} {precision}"
+    write_sidecar(path, EntryDescription("eval", what, found))
+    return record
 
 
 def load_result(source: str, cache: Path | None = None, engine: Engine | None = None) -> Result:

@@ -69,6 +69,7 @@ import numpy as np
 import torch
 
 from hardcse.art.config import GeneratorConfig
+from hardcse.cache import EntryDescription, environment_digest, publish_dir
 from hardcse.devices import supports_bfloat16
 from hardcse.engines import openvino_precision, quiet_tracing
 from hardcse.paths import cache_dir
@@ -92,13 +93,18 @@ def export_key(source: str, weights: str = "float") -> str:
     """The cache key of ``source``'s export (a model source or a generator folder) with ``weights``: the model's
     files, the export format and what else decides the exported graph (hardcse's code, the libraries' versions,
     the CPU: hardcse/cache.py)."""
+    return _keyed_export(source, weights)[0]
+
+
+def _keyed_export(source: str, weights: str) -> tuple[str, EntryDescription]:
+    """:func:`export_key` and the description of its entry (its sidecar: hardcse/cache.py)."""
     from hardcse.art.generator.model import source_digest
-    from hardcse.cache import environment_digest
 
     digest = hashlib.sha256(f"format {EXPORT_FORMAT}\0{weights}\0".encode())
-    environment_digest(digest, torch.device("cpu"))
+    found = environment_digest(digest, torch.device("cpu"))
     source_digest(source, digest)
-    return digest.hexdigest()[:24]
+    described = EntryDescription("openvino", f"{source}, {weights} weights, export format {EXPORT_FORMAT}", found)
+    return digest.hexdigest()[:24], described
 
 
 class _WithExplicitCache(torch.nn.Module):
@@ -206,12 +212,15 @@ def _export(source: str, config: GeneratorConfig, target: Path) -> None:
 def export_generator(source: str, config: GeneratorConfig) -> Path:
     """The OpenVINO export of ``source`` (a model source or a generator folder), made once and cached (published
     atomically, once, however many processes ask at once: :func:`hardcse.cache.publish_dir`)."""
-    from hardcse.cache import publish_dir
-
-    target = cache_dir() / "openvino" / export_key(source, config.openvino_weights)
-    if not (target / MODEL_FILE).is_file():
+    key, described = _keyed_export(source, config.openvino_weights)
+    target = cache_dir() / "openvino" / key
+    if not _exported(target):
         log.info("exporting generator %s to OpenVINO in %s (once per model, ~10 s for 135M)", source, target)
-    return publish_dir(target, lambda tmp: _export(source, config, tmp), lambda folder: (folder / MODEL_FILE).is_file())
+    return publish_dir(target, lambda tmp: _export(source, config, tmp), _exported, described)
+
+
+def _exported(folder: Path) -> bool:
+    return (folder / MODEL_FILE).is_file()
 
 
 class OpenVINOGenerator:

@@ -31,7 +31,7 @@ from hardcse.art.generator.model import (
     source_digest,
 )
 from hardcse.atomic import write_text_atomic
-from hardcse.cache import environment_digest
+from hardcse.cache import EntryDescription, environment_digest, read_file_entry, write_sidecar
 from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.engines import Engine
 from hardcse.paths import cache_dir
@@ -59,10 +59,10 @@ class TextGenerator:
         device = resolve_device(config.device, "generator.device")
         self.engine = engine.on(device)
         self.tokenizer: PreTrainedTokenizerBase = load_tokenizer(resolve_model(base_model_source(source)))
-        self._cache_key = None
+        self._cache_key, self._environment = None, None
         if cache:  # what every cached call's texts depend on besides its own prompts, seeds and budgets
             digest = hashlib.sha256(f"{self.engine}\0{device}\0bfloat16 {supports_bfloat16(device)}\0".encode())
-            environment_digest(digest, device)
+            self._environment = environment_digest(digest, device)
             digest.update(json.dumps(dataclasses.asdict(config), sort_keys=True).encode())
             source_digest(source, digest)
             self._cache_key = digest
@@ -105,8 +105,9 @@ class TextGenerator:
             rows = [list(prompts), row_seeds, limits, None if groups is None else [str(g) for g in groups]]
             digest.update(json.dumps(rows).encode())
             cached = cache_dir() / "generations" / f"{digest.hexdigest()[:32]}.json"
-            if cached.is_file():
-                return GeneratedTexts(**json.loads(cached.read_text(encoding="utf-8")) | {"from_cache": True})
+            text = read_file_entry(cached)
+            if text is not None:
+                return GeneratedTexts(**json.loads(text) | {"from_cache": True})
         if self.engine == "openvino":
             out = self._generate_openvino(prompts, groups, row_seeds, limits)
         else:
@@ -117,6 +118,8 @@ class TextGenerator:
         if cached is not None:
             stored = {key: value for key, value in dataclasses.asdict(out).items() if key != "from_cache"}
             write_text_atomic(cached, json.dumps(stored))
+            what = f"{self.source} in {self.engine}: {len(prompts)} texts"
+            write_sidecar(cached, EntryDescription("generations", what, self._environment))
         return out
 
     def _generate_openvino(

@@ -23,9 +23,8 @@ from sentence_transformers import SentenceTransformer
 
 from hardcse.art.generator.parsing import Parsed
 from hardcse.art.log_keys import DUAL_KEYS
-from hardcse.art.reward.terms import Term, TermContext, evaluate_terms
+from hardcse.art.reward.terms import Term, TermContext, config_terms, evaluate_terms
 from hardcse.art.reward_config import RewardConfig
-from hardcse.art.term_loading import load_term_function
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import encode, pair_cosines
@@ -133,8 +132,7 @@ def reward_terms(config: RewardConfig) -> list[Term]:
         Term(key, weight, term, "built-in")
         for key, weight, term in zip(DUAL_KEYS, (config.w1, config.w2), (r1, r2), strict=True)
     ]
-    terms = dual if config.dual else []
-    return terms + [Term(t.term_name, t.weight, load_term_function(t.fn), t.fn) for t in config.terms]
+    return (dual if config.dual else []) + config_terms(config.terms)
 
 
 class Reward:

@@ -9,18 +9,26 @@ the response) and a read-only :class:`TermContext` (the reward's discriminator p
 encoder's cosines of those rows, and both models for any other texts). The values of rejected rows are not used
 (they may be NaN); every parsed row needs a finite float. ``reward.terms`` names a term by
 ``package.module:function`` or ``path/to/file.py:function`` (a path relative to the working folder).
+
+Before any model loads, :func:`check_terms` calls each of a config's terms once on two of the run's anchors with a
+stand-in context (:func:`stand_in_context`), so a broken term fails in the first seconds, not at the first batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hardcse.art.term_loading import TermFn, one_line
+from hardcse.art.term_loading import TermFn, load_term_function, one_line
 from hardcse.errors import HardcseError
+
+if TYPE_CHECKING:
+    from hardcse.art.reward_config import RewardTermConfig
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,54 @@ class Term:
     weight: float
     fn: TermFn
     source: str  # "built-in" or the config's fn
+
+
+def config_terms(configs: Sequence[RewardTermConfig]) -> list[Term]:
+    """The terms a config adds (``reward.terms``), their functions loaded."""
+    return [Term(t.term_name, t.weight, load_term_function(t.fn), t.fn) for t in configs]
+
+
+STAND_IN_DIM = 8  # the stand-in encoder's embedding size
+
+
+def stand_in_context(answers: Sequence[str | None]) -> TermContext:
+    """What :func:`check_terms` gives a term in place of the models: P(entailment, neutral, contradiction) = 1/3
+    each and cosine 0.5 for a parsed answer (NaN for a rejected one, as in a run); ``encode`` gives each text a unit
+    vector of size 8 drawn from its sha256, ``nli`` 1/3 for every label of every pair."""
+    parsed = np.array([a is not None for a in answers])
+
+    def encode(texts: list[str]) -> np.ndarray:
+        rows = [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8])).normal(size=STAND_IN_DIM)
+            for t in texts
+        ]
+        vectors = np.array(rows).reshape(len(texts), STAND_IN_DIM)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    return TermContext(
+        nli_probs=np.where(parsed[:, None], np.full((len(answers), 3), 1 / 3), np.nan),
+        cosine=np.where(parsed, 0.5, np.nan),
+        encode=encode,
+        nli=lambda premises, hypotheses: np.full((len(premises), 3), 1 / 3),
+    )
+
+
+def check_terms(terms: Sequence[Term], anchors: Sequence[str]) -> None:
+    """Call each term once per kind on the first two of ``anchors``, the first with the second as its parsed answer
+    and the second rejected (None), in the :func:`stand_in_context`: a term that raises, or returns a wrong count or
+    a non-finite value for the parsed row, is a :class:`HardcseError` now, saying it came from this check."""
+    if not terms or not anchors:
+        return
+    rows = list(anchors[:2])
+    answers = [rows[-1], None][: len(rows)]
+    for kind in ("positive", "negative"):
+        try:
+            evaluate_terms(terms, rows, answers, [kind] * len(rows), stand_in_context(answers))
+        except HardcseError as e:
+            raise HardcseError(
+                f"{e} (checked before any model loads: two of the run's anchors, a stand-in context; docs/art.md, "
+                "'Your own reward terms')"
+            ) from None
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:

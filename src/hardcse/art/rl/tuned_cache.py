@@ -35,10 +35,11 @@ from hardcse.art.rl.rollouts import resolve_rollout_engine
 from hardcse.art.synthesis.anchors import anchors_for_step
 from hardcse.art.term_loading import term_code_digest
 from hardcse.atomic import recover_dir, replace_dir
-from hardcse.cache import environment_digest, publish_dir
+from hardcse.cache import EntryDescription, environment_digest, lease, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16
 from hardcse.distributed import run_on_main, world_size
 from hardcse.engines import Engine
+from hardcse.errors import HardcseError
 from hardcse.fingerprint import files_digest
 from hardcse.machine import machine_kind
 from hardcse.paths import cache_dir
@@ -52,10 +53,21 @@ NOT_READ_BY_RL = ("filter", "decontamination", "anchors", "encoder", "discrimina
 ENTRY = re.compile(r"steps-(\d+)-[0-9a-f]+")
 
 
+class TunedEntry(type(Path())):  # type(Path()): a concrete path class can be subclassed on Python 3.11 too
+    """A path that carries the description of the tuned generator kept there, for :func:`keep_generator` to write
+    beside it (tuning.py hands it the path :func:`tuned_cache_dir` returned, and nothing else)."""
+
+    described: EntryDescription | None = None
+
+
 def tuned_cache_dir(config: TuneConfig, train_anchors: list[str], engine: Engine) -> Path:
     """``<cache>/tuned/KEY/steps-N-ANCHORS``: where a tuned generator of these inputs is kept (module doc), the
     reward's cosines computed in ``engine``."""
-    return _entry(_family(config, engine), config, train_anchors, config.rl.steps)
+    family, found = _keyed_family(config, engine)
+    entry = TunedEntry(_entry(family, config, train_anchors, config.rl.steps))
+    what = f"{config.generator.model}, {config.rl.algorithm} {config.rl.steps} steps"
+    entry.described = EntryDescription("tuned", what, found)
+    return entry
 
 
 def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tuple[Path, int] | None:
@@ -72,6 +84,12 @@ def kept_prefix(entry: Path, config: TuneConfig, train_anchors: list[str]) -> tu
 
 
 def _family(config: TuneConfig, engine: Engine) -> Path:
+    """``<cache>/tuned/KEY``: the folder of the tunings of these inputs, however many steps."""
+    return _keyed_family(config, engine)[0]
+
+
+def _keyed_family(config: TuneConfig, engine: Engine) -> tuple[Path, dict]:
+    """:func:`_family` and the environment part of KEY."""
     device = resolve_device(config.generator.device, "generator.device")
     scoring = resolve_device(config.device, "device")  # where the reward's encoder and discriminator score
     used = engine.on(scoring)  # the reward's cosines: PyTorch or OpenVINO, at a precision
@@ -81,7 +99,7 @@ def _family(config: TuneConfig, engine: Engine) -> Path:
         f"\0engine {used} {precision}\0world size {world_size()}\0"  # rank r samples with seed + r * 1_000_003
     )
     digest = hashlib.sha256(header.encode())
-    environment_digest(digest, device)  # hardcse's code, the libraries' versions, the generator's machine
+    found = environment_digest(digest, device)  # hardcse's code, the libraries' versions, the generator's machine
     settings = dataclasses.asdict(config)
     for key in NOT_READ_BY_RL:
         settings.pop(key)
@@ -95,7 +113,7 @@ def _family(config: TuneConfig, engine: Engine) -> Path:
     files_digest(resolve_model(config.discriminator), digest)
     for term in config.reward.terms:
         term_code_digest(term.fn, digest)
-    return cache_dir() / "tuned" / digest.hexdigest()[:32]
+    return cache_dir() / "tuned" / digest.hexdigest()[:32], found
 
 
 def _entry(family: Path, config: TuneConfig, train_anchors: list[str], steps: int) -> Path:
@@ -110,12 +128,16 @@ def is_cached(folder: Path) -> bool:
 
 def keep_generator(source: Path, entry: Path) -> None:
     """Keep the tuned generator folder ``source`` as the cache entry ``entry``, once (an entry another process
-    finished first stays as it is: hardcse/cache.py)."""
-    publish_dir(entry, lambda tmp: shutil.copytree(source, tmp, dirs_exist_ok=True), is_cached)
+    finished first stays as it is: hardcse/cache.py), described as :func:`tuned_cache_dir` found it."""
+    described = getattr(entry, "described", None)
+    publish_dir(entry, lambda tmp: shutil.copytree(source, tmp, dirs_exist_ok=True), is_cached, described)
 
 
 def copy_generator(source: Path, target: Path) -> None:
-    """``target`` becomes a copy of the generator folder ``source``, atomically (a kill leaves the old or the new)."""
+    """``target`` becomes a copy of the kept generator ``source`` (a cache entry, leased to this process first:
+    hardcse/cache.py), atomically (a kill leaves the old or the new)."""
+    if not lease(source, is_cached):  # found a moment ago: a prune removed it since
+        raise HardcseError(f"{source}: the kept tuned generator was pruned just before this run copied it; run again")
     partial = target.with_name(target.name + ".partial")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(partial, ignore_errors=True)

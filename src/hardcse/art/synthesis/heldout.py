@@ -251,4 +251,5 @@ def held_out_comparison(
     cosine_encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     terms = [t.name for t in reward.terms]
     result = compare(records["raw"], records["tuned"], judge, cosine_encoder, terms, config.generator, engine)
-    return result | {"judge": config.judge, "cosine_encoder": config.encoder, "tuned_generator": tuned_generator}
+    sources = {"raw_generator": config.generator.model, "tuned_generator": tuned_generator}
+    return result | {"judge": config.judge, "cosine_encoder": config.encoder, **sources}

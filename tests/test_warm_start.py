@@ -1,0 +1,129 @@
+"""The generator's supervised warm start (hardcse/art/rl/warm_start.py): which pairs it reads, that it makes its
+answers likelier, that it leaves the caller's random state alone, and that RL can tune on from its folder."""
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from hardcse.art.config import GeneratorConfig
+from hardcse.art.generator.model import is_generator_folder, load_generator
+from hardcse.art.rl import warm_start as warm_start_module
+from hardcse.art.rl.warm_start import read_record, train_warm_start, warm_start_examples
+from hardcse.art.warm_start_config import WarmStartConfig
+from hardcse.config import ConfigValueError
+from hardcse.data.decontamination import DecontaminationConfig
+from hardcse.errors import HardcseError
+
+OFF = DecontaminationConfig(enabled=False)
+ROWS = [
+    ("the cat runs", "the cat runs very", "entailment"),
+    ("the cat runs", "a dog sleeps here", "contradiction"),
+    ("the cat runs", "a cat runs here", "neutral"),
+    ("a dog sleeps", "the dog sleeps a", "entailment"),
+    ("a dog sleeps", "the dog runs very", "contradiction"),
+    ("a dog sleeps", "dog", "contradiction"),  # too short an answer
+    ("the good cat", "the good cat runs", "entailment"),
+    ("the good cat", "a bad dog sleeps", "contradiction"),
+    ("the good cat", "a bad dog sleeps", "contradiction"),  # a duplicate
+    ("a very bad dog", "the bad dog runs", "entailment"),
+    ("a very bad dog", "the good cat sleeps", "contradiction"),
+]
+
+
+@pytest.fixture
+def nli_file(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{label}\n" for p, h, label in ROWS))
+    return path
+
+
+def test_the_pairs_alternate_kinds_and_leave_out_neutral_short_duplicate_and_held_apart_texts(nli_file, monkeypatch):
+    monkeypatch.setattr(warm_start_module, "held_apart_texts", lambda: {"a very bad dog"})
+    config = WarmStartConfig(steps=3, batch_size=2, files=[str(nli_file)], share=None)
+    examples, counts = warm_start_examples(config, OFF)
+    assert [e.kind for e in examples] == ["positive", "negative"] * 3
+    assert counts == {
+        "read": 11, "neutral": 1, "length": 1, "dev_or_eval_text": 2, "duplicate": 1, "decontaminated": 0,
+        "available": {"positive": 3, "negative": 3}, "used": 6,
+    }  # fmt: skip
+    assert {(e.anchor, e.answer) for e in examples if e.kind == "negative"} == {
+        ("the cat runs", "a dog sleeps here"),
+        ("a dog sleeps", "the dog runs very"),
+        ("the good cat", "a bad dog sleeps"),
+    }
+    assert warm_start_examples(config, OFF)[0] == examples  # a seeded order
+    other = warm_start_examples(dataclasses.replace(config, seed=2), OFF)[0]
+    assert sorted(other) == sorted(examples)
+    with pytest.raises(HardcseError, match=r"warm_start: 4 steps of 2 pairs need 4 positive pairs but the files give"):
+        warm_start_examples(dataclasses.replace(config, steps=4), OFF)
+
+
+def test_no_pair_of_the_shipped_files_is_an_nli_dev_or_evaluation_text_or_a_graders_premise():
+    from hardcse.data.decontamination import normalise
+    from hardcse.data.nli import TRAIN_FILES, premise_share, read_nli_files
+    from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs
+
+    examples, counts = warm_start_examples(WarmStartConfig(steps=50, batch_size=8), DecontaminationConfig())
+    apart = warm_start_module.held_apart_texts()
+    assert counts["used"] == 400 and counts["dev_or_eval_text"] > 0
+    assert not any(normalise(e.anchor) in apart or normalise(e.answer) in apart for e in examples)
+    # the three shares split the training pairs by premise: a discriminator or judge trained on its share never
+    # read a premise the warm start taught
+    everything = read_nli_files(TRAIN_FILES)
+    shares = {name: nli_training_pairs(NLITrainConfig(share=name))[0] for name in ("discriminator", "judge")}
+    assert sum(len(p) for p in shares.values()) + len(everything.share("warm_start")) == len(everything)
+    graders = {normalise(p) for pairs in shares.values() for p in pairs.premises}
+    assert not graders & {normalise(e.anchor) for e in examples}
+    assert {premise_share(e.anchor) for e in examples} == {"warm_start"}
+    assert len(shares["judge"]) > 0.3 * len(everything) and not set(shares["judge"].premises) & set(
+        shares["discriminator"].premises
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"steps": -1}, "steps"),
+        ({"batch_size": 3}, "batch_size"),
+        ({"files": ["sts/SICK/train.tsv"]}, "files"),
+        ({"share": "judge "}, "share"),
+    ],
+)
+def test_a_bad_warm_start_setting_names_its_key(overrides, key):
+    with pytest.raises(ConfigValueError, match=key):
+        WarmStartConfig(**overrides).check()
+
+
+def test_the_warm_start_raises_its_answers_likelihood_and_keeps_the_callers_random_state(
+    tiny_lm_dir, nli_file, tmp_path
+):
+    generation = GeneratorConfig(model=str(tiny_lm_dir), dtype="float32", device="cpu", system_prompt=None)
+    config = WarmStartConfig(steps=3, batch_size=2, files=[str(nli_file)], share=None, learning_rate=5e-2)
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    before = (random.random(), np.random.rand(), torch.rand(1))
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    out = train_warm_start(config, generation, OFF, tmp_path / "warm")
+    assert (random.random(), np.random.rand(), torch.rand(1)) == before  # the caller's streams go on as they were
+    assert is_generator_folder(str(out))
+    record = read_record(out)
+    assert record["steps"] == 3 and len(record["loss"]) == 3 and record["pairs"]["used"] == 6
+    # the folder loads as a trainable generator (RL tunes on from it) whose answers are likelier than before
+    model, tokenizer = load_generator(str(out), generation, trainable=True)
+    raw, _ = load_generator(str(tiny_lm_dir), generation)
+    assert any(p.requires_grad for p in model.parameters())
+
+    from hardcse.art.generator.prompts import render_prompts
+
+    (prompt,) = render_prompts(tokenizer, ["the cat runs"], ["positive"], generation)
+    prompt_ids = tokenizer([prompt], return_tensors="pt")["input_ids"]
+    ids = tokenizer([prompt + "the cat runs very" + tokenizer.eos_token], return_tensors="pt")["input_ids"]
+
+    def answer_logprob(lm) -> float:  # log p(answer + EOS | prompt): what the warm start raises
+        with torch.no_grad():
+            logp = lm(ids).logits[0, :-1].float().log_softmax(-1).gather(1, ids[0, 1:, None]).squeeze(1)
+        return float(logp[prompt_ids.shape[1] - 1 :].sum())
+
+    assert answer_logprob(model) > answer_logprob(raw)
