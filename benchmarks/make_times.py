@@ -1,8 +1,9 @@
 """How long README's two commands take on this machine, from a fresh clone: `make test` (installs, then lint, every
-test and the wheel check; an empty model cache of its own), then `make demo` twice (the second finds what the first
-kept), each timed, with the test counts pytest reports. The demos use a model cache of their own, empty but for
-what `make install` prepares on a user's machine (`hardcse prepare`, timed apart before them): the discriminator
-counts, the bundled generator's conversion and export do not (a tuned generator fuses its adapter into that export).
+test, the exact-number tests again on the AVX2 kernels and the wheel check; an empty model cache of its own), then
+`make demo` twice (the second finds what the first kept), each timed, with the test counts pytest reports. The demos
+use a model cache of their own, empty but for what `make install` prepares on a user's machine (`hardcse prepare`,
+timed apart before them): the discriminator counts, the bundled generator's conversion and export do not (a tuned
+generator fuses its adapter into that export).
 
     python benchmarks/make_times.py [--repo .] [--skip-demo]
 
@@ -50,14 +51,17 @@ def main() -> None:
         # its own empty model cache, as on a fresh machine: the install's `hardcse prepare` counts
         test_env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "test-cache")}
         test_minutes, output = timed(["make", "test"], clone, test_env)
+        # make test runs pytest twice: every test, then the exact-number tests on the AVX2 kernels (test-avx2)
         found = SUMMARY.findall(output)
-        passed, skipped, pytest_seconds = found[-1] if found else ("?", "0", "nan")
+        (passed, skipped, pytest_seconds), (avx2_passed, _, avx2_seconds) = (found + [("?", "0", "nan")] * 2)[:2]
         result = {
             "commit": commit,
             "make_test_minutes": round(test_minutes, 1),
             "pytest_minutes": round(float(pytest_seconds) / 60, 1),
             "passed": int(passed) if passed.isdigit() else None,
             "skipped": int(skipped or 0),
+            "avx2_passed": int(avx2_passed) if avx2_passed.isdigit() else None,
+            "avx2_minutes": round(float(avx2_seconds) / 60, 1),
         }
         if not args.skip_demo:
             env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "cache")}  # a first run's cache
@@ -70,7 +74,8 @@ def main() -> None:
         "| command | minutes | what |",
         "|---|---:|---|",
         f"| `make test` | {result['make_test_minutes']} | install, lint, {result['passed']} passed and "
-        f"{result['skipped']} skipped tests (pytest {result['pytest_minutes']} min), the wheel check |",
+        f"{result['skipped']} skipped tests (pytest {result['pytest_minutes']} min), {result['avx2_passed']} "
+        f"exact-number tests again on the AVX2 kernels ({result['avx2_minutes']} min), the wheel check |",
     ]
     if "make_demo_minutes" in result:
         lines.append(
