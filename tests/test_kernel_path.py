@@ -6,6 +6,7 @@ They do not reach OpenVINO's own kernels (its release builds cap only the oneDNN
 paths a library takes on an AMD CPU (MKL's among them): those are tested only where such a CPU runs the suite.
 """
 
+import platform
 import re
 import shlex
 import subprocess
@@ -33,6 +34,7 @@ torch.ops.aten.mkldnn_convolution(x, w, None, [0, 0], [1, 1], [1, 1], 1)  # a on
 
 
 @pytest.mark.exact_numbers
+@pytest.mark.skipif(platform.machine() not in {"x86_64", "AMD64"}, reason="AVX2 is an x86 instruction set")
 def test_the_avx2_caps_reach_torch_and_onednn():
     import os
 

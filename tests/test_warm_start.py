@@ -127,3 +127,50 @@ def test_the_warm_start_raises_its_answers_likelihood_and_keeps_the_callers_rand
         return float(logp[prompt_ids.shape[1] - 1 :].sum())
 
     assert answer_logprob(model) > answer_logprob(raw)
+
+
+def test_the_kept_warm_starts_key_follows_what_decides_its_weights_and_nothing_else(
+    tiny_lm_dir, nli_file, tmp_path, monkeypatch
+):
+    import trl
+
+    from hardcse.art.rl.warm_start import PROMPT_AND_ADAPTER, warm_start_entry
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    shown = [{"anchor": "the cat", "positive": "a cat", "negative": "a dog"}]
+    generation = GeneratorConfig(model=str(tiny_lm_dir), device="cpu", few_shot=shown)
+    config = WarmStartConfig(steps=2, batch_size=2, files=[str(nli_file)], share=None)
+
+    def key(c=config, g=generation, d=OFF) -> str:
+        return warm_start_entry(c, g, d)[0].name
+
+    first = key()
+    changed = {
+        "positive_prompt": "Rewrite [X] alike:",
+        "negative_prompt": "Rewrite [X] otherwise:",
+        "system_prompt": None,
+        "few_shot": [{"anchor": "a dog", "positive": "one dog", "negative": "a cat"}],
+        "demonstrations": 1,
+        "seed": 7,
+        "lora_r": 8,
+        "lora_alpha": 8,
+        "lora_dropout": 0.0,
+        "lora_target_modules": ["q_proj"],
+        "device": "auto",
+    }
+    assert set(changed) == set(PROMPT_AND_ADAPTER)
+    for field, value in changed.items():
+        assert key(g=dataclasses.replace(generation, **{field: value})) != first, field
+    for field, value in {"sampling_temperature": 0.5, "top_k": 3, "max_new_tokens": 9, "batch_size": 2}.items():
+        assert key(g=dataclasses.replace(generation, **{field: value})) == first, field  # sampling: not read
+    # steps and batch size change the examples read too; the others only the training
+    for field, value in {"steps": 1, "learning_rate": 1e-3, "dtype": "bfloat16", "seed": 2, "max_words": 30}.items():
+        assert key(c=dataclasses.replace(config, **{field: value})) != first, field
+    assert key(d=DecontaminationConfig(threshold=0.9)) != first
+    renamed = tmp_path / "renamed.tsv"
+    renamed.write_bytes(nli_file.read_bytes())
+    assert key(c=dataclasses.replace(config, files=[str(renamed)])) == first  # the same pairs under another name
+    nli_file.write_text(nli_file.read_text().replace("sleeps", "naps"))  # pairs the warm start reads, edited
+    assert key() != first
+    monkeypatch.setattr(trl, "__version__", "0.0.1")
+    assert key(c=dataclasses.replace(config, files=[str(renamed)])) != first  # another TRL

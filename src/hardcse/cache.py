@@ -159,11 +159,18 @@ def locked(target: Path) -> Iterator[None]:
 def lease(entry: Path, complete: Callable[[Path], bool]) -> bool:
     """Whether the folder entry ``entry`` is there complete; if so, this process now holds a lease on it (taken
     under its lock, so a prune either removed it before or sees the lease)."""
+    if read_only(entry):  # no lock and no lease in a cache this process cannot write; nothing prunes it either
+        return complete(entry)
     with locked(entry):
         if not complete(entry):
             return False
         _take_lease(entry)
     return True
+
+
+def read_only(entry: Path) -> bool:
+    """Whether this process cannot write the folder ``entry`` lies in (a shared cache prepared by another user)."""
+    return entry.parent.is_dir() and not os.access(entry.parent, os.W_OK)
 
 
 def publish_dir(
@@ -177,6 +184,8 @@ def publish_dir(
     ``target``, and ``description`` is written beside it (:func:`write_sidecar`). What a killed process left (its
     temporary folder, or a half-built folder at ``target``) is removed first; the temporary folder of a build that
     failed is removed."""
+    if read_only(target) and complete(target):  # a cache this process cannot write (shared, prepared) still answers
+        return target
     # a hit takes the lock too: the lease must be taken where a prune cannot remove the entry meanwhile
     with locked(target):
         if complete(target):  # built before, or by another process while this one waited

@@ -212,6 +212,8 @@ def _remove(entry: Entry, dry_run: bool) -> str | None:
     if lock is None:
         return "a process holds its lock (building or leasing it)"
     try:
+        if not entry.path.exists():  # another prune removed it while this one waited
+            return "removed by another prune meanwhile"
         holders = _live_leases(entry.path, dry_run)
         if holders:
             return f"leased by {', '.join(holders)}"

@@ -94,6 +94,9 @@ def gpu_name(device: object = None) -> str | None:
     return f"{torch.cuda.get_device_name(index)}, CUDA {torch.version.cuda}"
 
 
+KERNEL_CAPS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+
+
 def machine_kind(device: object) -> str:
     """What of the machine can change the bits a computation on ``device`` gives: the GPU's name and CUDA version,
     or the CPU's model, kernel flags and torch's thread count."""
@@ -103,7 +106,11 @@ def machine_kind(device: object) -> str:
     import torch
 
     info = cpu_info()
-    return f"cpu {info['cpu']} [{' '.join(info['cpu_flags'])}] threads {torch.get_num_threads()}"
+    kind = f"cpu {info['cpu']} [{' '.join(info['cpu_flags'])}] threads {torch.get_num_threads()}"
+    # the instruction-set caps change the kernels, and so the bits, as the flags do (make test-avx2 sets them)
+    capped = {name: os.environ[name] for name in KERNEL_CAPS if name in os.environ}
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"{kind} kernels {capability} {' '.join(f'{k}={v}' for k, v in sorted(capped.items()))}".rstrip()
 
 
 def machine_record(engine: str | None = None) -> dict:

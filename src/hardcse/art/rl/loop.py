@@ -13,10 +13,12 @@ bfloat16 on a CPU the trainer's forwards attend eagerly, sampling by SDPA: the s
 comes from the forwards of the first epoch's minibatches, whoever sampled the rows (the policy, or OpenVINO:
 :mod:`hardcse.art.rl.rollouts`). Which numbers are exact: the first update differentiates the very forward that gave
 its minibatch's log pi_old, so its ratio pi / pi_old is exactly 1 by construction, in any precision. Every later
-minibatch computes log pi again (the first epoch's others over pi_old's rows, with their prompt prefixes computed
-afresh; later epochs over other rows): before an update has moved the policy its ratio is 1 to rounding only, since
-kernels block their sums by the batch's shape and the CPU's instruction set (float32: about 1e-8 nats on the tiny
-test model; bfloat16: up to 0.49 nats, benchmarks/results/old_logprob_batches.md). log pi_ref comes from the same
+minibatch computes log pi again. Over the rows and shapes pi_old's forward took (the first epoch's other
+minibatches, their prompt prefixes computed afresh; GRPO's whole groups in every epoch) a machine runs the same sums
+and in practice gives the same bits, though nothing guarantees it. Over other rows (PPO's later epochs) the ratio
+before an update is 1 to rounding only, since kernels block their sums by the batch's shape and the CPU's
+instruction set (float32: about 1e-8 nats on the tiny test model; bfloat16: up to 0.49 nats,
+benchmarks/results/old_logprob_batches.md). log pi_ref comes from the same
 forwards as log pi_old with the adapter disabled, so KL_t is exactly 0 where the policy is the reference.
 log pi_old's forwards compute a minibatch's prompt prefixes once a step where minibatches repeat them (PPO's two
 kinds), as do log pi_ref's. Only the generated positions go through the LM head. Under several processes each rank

@@ -48,8 +48,18 @@ from hardcse.resources import resolve_model
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 2  # bump when what a cached tuned generator holds changes
-# settings RL does not read (or that are keyed by their files); report_to: how the run is watched
-NOT_READ_BY_RL = ("filter", "decontamination", "anchors", "encoder", "discriminator", "reuse", "report_to")
+# settings RL does not read (or that are keyed by their files: a warm start is generator.model's); report_to: how
+# the run is watched
+NOT_READ_BY_RL = (
+    "filter",
+    "decontamination",
+    "anchors",
+    "encoder",
+    "discriminator",
+    "reuse",
+    "report_to",
+    "warm_start",
+)
 ENTRY = re.compile(r"steps-(\d+)-[0-9a-f]+")
 
 

@@ -57,6 +57,7 @@ from hardcse.cache import EntryDescription, environment_digest, publish_dir
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig, normalise
 from hardcse.data.nli import DEV_FILES, EVAL_FILES, LABEL_ID, read_nli_files
 from hardcse.devices import resolve_device
+from hardcse.distributed import world_size
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
 
@@ -152,7 +153,10 @@ def train_warm_start(
     prompts = render_prompts(tokenizer, [e.anchor for e in examples], [e.kind for e in examples], generation)
     data = Dataset.from_dict({"prompt": prompts, "completion": [e.answer for e in examples]})
     work = tempfile.TemporaryDirectory(prefix="hardcse-warm-start-")  # the Trainer's output folder; nothing kept
+    bfloat16 = model.get_base_model().dtype == torch.bfloat16
     args = SFTConfig(
+        bf16=bfloat16,  # TRL's default is bfloat16 autocast: emulated, and slow, on a CPU without AVX512-BF16
+        fp16=False,
         output_dir=work.name,
         max_steps=config.steps,
         per_device_train_batch_size=config.batch_size,
@@ -225,6 +229,12 @@ def check_warm_start(config: TuneConfig) -> None:
             "a new adapter on a raw model (give its base model, or warm_start.steps: 0)"
         )
     warm_start_examples(config.warm_start, config.decontamination)
+    training = getattr(config, "discriminator_training", None)
+    if getattr(config, "discriminator", None) == "train" and training is not None and training.share is None:
+        log.warning(
+            "warm_start: the run's discriminator trains on every NLI pair, the warm start's included; set "
+            "discriminator_training.share: discriminator for one that never saw them"
+        )
 
 
 def warm_start_stage(folder: RunFolder, config: TuneConfig) -> TuneConfig:
@@ -241,14 +251,20 @@ def warm_start_stage(folder: RunFolder, config: TuneConfig) -> TuneConfig:
     return dataclasses.replace(config, generator=dataclasses.replace(config.generator, model=str(warm)))
 
 
-def warm_started(
-    config: WarmStartConfig, generation: GeneratorConfig, decontamination: DecontaminationConfig, out: Path
-) -> Path:
-    """The warm start of ``generation.model`` (a raw LM) copied into the generator folder ``out``: trained once per
-    machine for its inputs and kept in ``<cache>/warm_start/KEY`` (module doc); returns ``out``."""
+def is_kept(path: Path) -> bool:
+    return (path / RECORD).is_file() and is_generator_folder(str(path))
+
+
+def warm_start_entry(
+    config: WarmStartConfig, generation: GeneratorConfig, decontamination: DecontaminationConfig
+) -> tuple[Path, dict]:
+    """``<cache>/warm_start/KEY`` for these inputs (module doc) and the environment part of KEY."""
+    import trl
+
     examples, _ = warm_start_examples(config, decontamination)
     device = resolve_device(generation.device, "generator.device")
-    digest = hashlib.sha256(f"format {CACHE_FORMAT}\0".encode())
+    # TRL is not among the computing libraries every key names (hardcse/machine.py): its SFT decides the weights here
+    digest = hashlib.sha256(f"format {CACHE_FORMAT}\0trl {trl.__version__}\0".encode())
     found = environment_digest(digest, device)
     settings = {
         "warm_start": dataclasses.asdict(config) | {"files": None},  # the examples below stand for the files
@@ -258,12 +274,25 @@ def warm_started(
     digest.update(json.dumps(settings, sort_keys=True).encode())
     digest.update(json.dumps([list(e) for e in examples]).encode())
     source_digest(generation.model, digest)
-    target = cache_dir() / "warm_start" / digest.hexdigest()[:32]
+    return cache_dir() / "warm_start" / digest.hexdigest()[:32], found
+
+
+def warm_started(
+    config: WarmStartConfig, generation: GeneratorConfig, decontamination: DecontaminationConfig, out: Path
+) -> Path:
+    """The warm start of ``generation.model`` (a raw LM) copied into the generator folder ``out``: trained once per
+    machine for its inputs and kept in ``<cache>/warm_start/KEY`` (module doc); returns ``out``."""
+    target, found = warm_start_entry(config, generation, decontamination)
+    if world_size() > 1 and not is_kept(target):  # the Trainer would wrap the model for the ranks that wait
+        raise HardcseError(
+            "warm_start: not trained on this machine yet, and a warm start trains in one process: run the same "
+            "config once in one process (hardcse art tune, rl.steps=1), then again under several (it is copied)"
+        )
     what = f"{generation.model}, {config.steps} steps of {config.batch_size} NLI pairs"
     publish_dir(
         target,
         lambda tmp: train_warm_start(config, generation, decontamination, tmp),
-        lambda path: (path / RECORD).is_file() and is_generator_folder(str(path)),
+        is_kept,
         EntryDescription("warm_start", what, found),
     )
     shutil.copytree(target, out, dirs_exist_ok=True)
