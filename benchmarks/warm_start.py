@@ -192,6 +192,7 @@ def main() -> None:
         "sides": results,
         "paired": paired,
     }
+    (out / "payload.json").write_text(json.dumps(payload, indent=2))  # the page can be made again from it
     write_record(args.name, "A supervised warm start of the generator", page(payload), payload)
 
 
