@@ -10,6 +10,7 @@ import torch
 
 from hardcse import engines
 from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
+from hardcse.cache_entries import is_entry
 from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.engines import Engine
@@ -191,7 +192,7 @@ def test_openvino_greedy_writes_the_torch_tokens_and_the_export_is_cached(tiny_l
     expected = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("torch")).generate(PROMPTS)
     got = TextGenerator(str(tiny_lm_dir), GREEDY, Engine("openvino")).generate(PROMPTS)
     assert got == expected and any(expected.texts) and expected.tokens > len(PROMPTS)
-    (export,) = [p for p in (tmp_path / "cache" / "openvino").iterdir() if p.is_dir()]  # and its .lock file
+    (export,) = [p for p in (tmp_path / "cache" / "openvino").iterdir() if is_entry(p)]  # and its lock, sidecar, lease
     assert (export / ov_generator.MODEL_FILE).is_file()
 
     def no_export(*_):
