@@ -136,14 +136,18 @@ def callers_random_state() -> Iterator[None]:
 
 
 def train_warm_start(
-    config: WarmStartConfig, generation: GeneratorConfig, decontamination: DecontaminationConfig, out: Path
+    config: WarmStartConfig,
+    generation: GeneratorConfig,
+    decontamination: DecontaminationConfig,
+    out: Path,
+    selected: tuple[list[Example], dict] | None = None,
 ) -> Path:
     """Train a new LoRA adapter on ``generation.model`` (a raw LM) into the generator folder ``out``, with
-    :data:`RECORD` beside it; returns ``out``."""
+    :data:`RECORD` beside it; returns ``out``. ``selected``: :func:`warm_start_examples`' answer, if read already."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    examples, counts = warm_start_examples(config, decontamination)
+    examples, counts = selected or warm_start_examples(config, decontamination)
     with callers_random_state():
         torch.manual_seed(config.seed)  # the new adapter's initial weights (the Trainer seeds the rest)
         model, tokenizer = load_generator(
@@ -257,11 +261,13 @@ def is_kept(path: Path) -> bool:
 
 def warm_start_entry(
     config: WarmStartConfig, generation: GeneratorConfig, decontamination: DecontaminationConfig
-) -> tuple[Path, dict]:
-    """``<cache>/warm_start/KEY`` for these inputs (module doc) and the environment part of KEY."""
+) -> tuple[Path, dict, tuple[list[Example], dict]]:
+    """``<cache>/warm_start/KEY`` for these inputs (module doc), the environment part of KEY and the examples it
+    digests (:func:`warm_start_examples`' answer)."""
     import trl
 
-    examples, _ = warm_start_examples(config, decontamination)
+    selected = warm_start_examples(config, decontamination)
+    examples = selected[0]
     device = resolve_device(generation.device, "generator.device")
     # TRL is not among the computing libraries every key names (hardcse/machine.py): its SFT decides the weights here
     digest = hashlib.sha256(f"format {CACHE_FORMAT}\0trl {trl.__version__}\0".encode())
@@ -274,7 +280,7 @@ def warm_start_entry(
     digest.update(json.dumps(settings, sort_keys=True).encode())
     digest.update(json.dumps([list(e) for e in examples]).encode())
     source_digest(generation.model, digest)
-    return cache_dir() / "warm_start" / digest.hexdigest()[:32], found
+    return cache_dir() / "warm_start" / digest.hexdigest()[:32], found, selected
 
 
 def warm_started(
@@ -282,7 +288,7 @@ def warm_started(
 ) -> Path:
     """The warm start of ``generation.model`` (a raw LM) copied into the generator folder ``out``: trained once per
     machine for its inputs and kept in ``<cache>/warm_start/KEY`` (module doc); returns ``out``."""
-    target, found = warm_start_entry(config, generation, decontamination)
+    target, found, selected = warm_start_entry(config, generation, decontamination)
     if world_size() > 1 and not is_kept(target):  # the Trainer would wrap the model for the ranks that wait
         raise HardcseError(
             "warm_start: not trained on this machine yet, and a warm start trains in one process: run the same "
@@ -291,7 +297,7 @@ def warm_started(
     what = f"{generation.model}, {config.steps} steps of {config.batch_size} NLI pairs"
     publish_dir(
         target,
-        lambda tmp: train_warm_start(config, generation, decontamination, tmp),
+        lambda tmp: train_warm_start(config, generation, decontamination, tmp, selected),
         is_kept,
         EntryDescription("warm_start", what, found),
     )
