@@ -20,8 +20,7 @@ from art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_grou
 from art_rounds import ASSAY, RESULTS, record_dir
 from hardcse.data.sts import DEV_TASK
 from hardcse.evaluation.compare import Comparison
-from hardcse.evaluation.paired import clustered_half_width
-from hardcse.stats import Interval, detectable_difference
+from hardcse.stats import Interval, clustered_half_width, detectable_difference
 from record import write_record
 from record_files import unpacked
 
@@ -46,7 +45,7 @@ CORRECTED_FOR = 3  # each family of declared comparisons: the three questions, t
 
 def corrected(d: Interval, runs: int, comparisons: int) -> Interval | None:
     """``d`` at the Bonferroni level 1 - 0.05/comparisons, built as the page builds its 95% interval
-    (hardcse.evaluation.paired.clustered_half_width at the corrected quantile). V_runs and V_pairs come back from the
+    (hardcse.stats.clustered_half_width at the corrected quantile). V_runs and V_pairs come back from the
     interval's standard error and Welch-Satterthwaite degrees of freedom: SE^2 = V_runs + V_pairs, df = (G-1) x
     SE^4 / V_runs^2. None where the interval keeps neither (one run a side, or no spread between runs)."""
     if d.se is None or d.df is None or runs < 2:

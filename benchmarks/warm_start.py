@@ -1,12 +1,15 @@
 """Does a supervised warm start make the bundled generator do ART's task? The raw generator (as cpu-full ships it,
-one demonstration; and without it) against the warm-started one (no demonstration), on the same held-out corpus
-anchors, judged by an NLI model that never saw the warm start's pairs.
+one demonstration; one drawn per anchor from a pool of ten; none) against the warm-started one (no demonstration),
+each with best of k (``filter.candidates``) and each with mined negatives (the baseline), on the same held-out
+corpus anchors, judged by an NLI model that never saw the warm start's pairs nor the discriminator's.
 
-    python benchmarks/warm_start.py --out DIR [--anchors 300] [--steps 150] [--seed 5] [--name warm_start]
+    python benchmarks/warm_start.py --out DIR [--anchors 300] [--steps 150] [--short-steps 50] [--seed 5]
+        [--candidates 4] [--judge whole-share|quickstart] [--name warm_start]
 
-Per side it writes a positive and a negative for each anchor at cpu-full's synthesis settings and filters them with
-the paper's rule (argmax) by the reward's discriminator. Measures, each with a 95% bootstrap interval over anchors
-(and warm - raw paired, hardcse/art/synthesis/heldout.py):
+Per side it writes a positive and a negative for each anchor (the mined sides: a positive, the negative mined) at
+cpu-full's synthesis settings and filters them with the paper's rule (argmax) by the reward's discriminator.
+Measures, each with a 95% bootstrap interval over anchors (and warm - raw paired,
+hardcse/art/synthesis/heldout.py):
 
 - synthetic accuracy (the paper's Table 4): the share of anchors whose positive the judge labels entailment, whose
   negative it labels contradiction, and their mean; a response the parser rejected counts as wrong;
@@ -16,7 +19,8 @@ the paper's rule (argmax) by the reward's discriminator. Measures, each with a 9
 
 The NLI models are trained here, once per machine and code (hardcse/discriminator/kept.py's cache), each on its own
 third of the NLI training pairs by premise (hardcse/data/nli.py SHARES): the discriminator on ``discriminator``, the
-judge on ``judge``, the warm start reads ``warm_start``. Both are the quickstart's size (8,000 pairs): small judges.
+judge on ``judge``, the warm start reads ``warm_start``. The discriminator is the quickstart's (8,000 pairs, what a
+first run trains); the judge by default every pair of its third for two epochs (configs/nli-judge.yaml).
 Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
 """
 
@@ -36,15 +40,22 @@ NLI_SEEDS = {"discriminator": 42, "judge": 7}
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def nli_model(share: str, out: Path) -> Path:
-    """The quickstart's discriminator training on ``share``'s pairs, in ``out`` (copied from the cache if kept)."""
+def nli_model(share: str, out: Path, whole_share: bool = False) -> Path:
+    """An NLI model trained on ``share``'s pairs, in ``out`` (copied from the cache if kept): the quickstart's
+    discriminator training (8,000 pairs, one epoch), or with ``whole_share`` configs/nli-judge.yaml's (every pair
+    of the share, two epochs), in bfloat16 where the CPU computes it natively."""
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
     from hardcse.discriminator.kept import train_or_copy
+    from hardcse.discriminator.train import NLITrainConfig
 
     if (out / "training.json").is_file():
         return out
-    training = load_config(ArtRunConfig, "quickstart").discriminator_training
+    if whole_share:
+        training = load_config(NLITrainConfig, "nli-judge")
+        training = dataclasses.replace(training, training=dataclasses.replace(training.training, dtype="auto"))
+    else:
+        training = load_config(ArtRunConfig, "quickstart").discriminator_training
     training = dataclasses.replace(
         training, share=share, training=dataclasses.replace(training.training, seed=NLI_SEEDS[share])
     )
@@ -52,6 +63,30 @@ def nli_model(share: str, out: Path) -> Path:
     train_or_copy(training, partial)
     partial.rename(out)
     return out
+
+
+def synthesis_settings(config, seed: int):
+    """cpu-full's generator as its synthesis samples (the synthesis temperature), with sampling seed ``seed`` and
+    LoRA on all seven projections (what the warm start trains)."""
+    return dataclasses.replace(
+        config.generator,
+        seed=seed,
+        sampling_temperature=config.synthesis_temperature or config.generator.sampling_temperature,
+        lora_target_modules=ALL_PROJECTIONS,
+    )
+
+
+def warm_generator(config, generation, steps: int, out: Path, name: str = "warm_start") -> Path:
+    """The warm-started generator of ``config.warm_start`` at ``steps`` steps with ``generation``'s prompts, in
+    ``out/NAME`` (from the cache where these inputs trained one before)."""
+    from hardcse.art.rl.warm_start import warm_started
+
+    warm_dir = out / name
+    if not warm_dir.is_dir():
+        warm_config = dataclasses.replace(config.warm_start, steps=steps)
+        warm_started(warm_config, generation, config.decontamination, out / f"{name}.partial")
+        (out / f"{name}.partial").rename(warm_dir)
+    return warm_dir
 
 
 def nli_accuracy(model, path: Path) -> dict:
@@ -63,23 +98,6 @@ def nli_accuracy(model, path: Path) -> dict:
     if not path.is_file():
         write_json_atomic(path, evaluate_nli(model))
     return json.loads(path.read_text())
-
-
-def synthetic_accuracy(records: list[dict], judge) -> dict[str, np.ndarray]:
-    """Per anchor: 1 where the judge labels the kind's response as asked, 0 where it does not or the parser
-    rejected it; and the mean of the two (the paper's avg)."""
-    from hardcse.art.reward.dual import TARGET_LABEL, judged
-
-    out = {}
-    for kind, target in TARGET_LABEL.items():
-        rows = [i for i, r in enumerate(records) if r[kind] is not None]
-        correct = np.zeros(len(records))
-        if rows:
-            probs = judge.predict_proba([records[i]["anchor"] for i in rows], [records[i][kind] for i in rows])
-            correct[rows] = judged(probs, target)
-        out[f"accuracy_{kind}"] = correct
-    out["accuracy_avg"] = (out["accuracy_positive"] + out["accuracy_negative"]) / 2
-    return out
 
 
 def false_negatives(records: list[dict], judge) -> dict:
@@ -99,15 +117,24 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="work folder (NLI models, the warm start, each side's texts)")
     parser.add_argument("--anchors", type=int, default=300, help="held-out corpus anchors each side writes for")
     parser.add_argument("--steps", type=int, default=150, help="warm-start steps of 8 pairs")
+    parser.add_argument("--short-steps", type=int, default=50, help="a shorter warm start beside it; 0: none")
     parser.add_argument("--seed", type=int, default=5, help="the generator's sampling seed")
+    parser.add_argument("--candidates", type=int, default=4, help="k of the best-of-k sides (filter.candidates)")
+    parser.add_argument(
+        "--judge",
+        choices=("whole-share", "quickstart"),
+        default="whole-share",
+        help="the judge's training: every pair of its share for two epochs (configs/nli-judge.yaml), or the "
+        "quickstart's 8,000 pairs",
+    )
     parser.add_argument("--name", default="warm_start", help="the record's name in benchmarks/results")
     args = parser.parse_args()
 
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.reward.dual import Reward
-    from hardcse.art.rl.warm_start import read_record, warm_started
+    from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
-    from hardcse.art.synthesis.heldout import compare, per_anchor
+    from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, compare, per_anchor
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
@@ -120,74 +147,98 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     config = load_config(ArtRunConfig, "cpu-full")
     engine = Engine.resolve(config.engine)
-    generation = dataclasses.replace(
-        config.generator,
-        seed=args.seed,
-        sampling_temperature=config.synthesis_temperature or config.generator.sampling_temperature,
-        lora_target_modules=ALL_PROJECTIONS,
-    )
+    generation = synthesis_settings(config, args.seed)
     no_demonstration = dataclasses.replace(generation, few_shot=[])
-    warm_config = dataclasses.replace(config.warm_start, steps=args.steps)
+    # hard-correct's pool of ten demonstrations, one drawn per anchor and kind: no one demonstration's words go with
+    # every anchor
+    pool = load_config(ArtRunConfig, "hard-correct").generator
+    rotating = dataclasses.replace(generation, few_shot=pool.few_shot, demonstrations=pool.demonstrations)
+    best_of = dataclasses.replace(config.filter, candidates=args.candidates)
+    k = f"best_of_{args.candidates}"
     started = time.perf_counter()
     discriminator_dir = nli_model("discriminator", out / "discriminator")
-    judge_dir = nli_model("judge", out / "judge")
+    # named by its training, so warm_rl.py (which grades with the whole-share judge) never takes the other
+    whole = args.judge == "whole-share"
+    judge_dir = nli_model("judge", out / ("judge" if whole else "judge_quickstart"), whole_share=whole)
     nli_minutes = (time.perf_counter() - started) / 60
-    warm_dir = out / "warm_start"
-    if not warm_dir.is_dir():
-        warm_started(warm_config, no_demonstration, config.decontamination, out / "warm_start.partial")
-        (out / "warm_start.partial").rename(warm_dir)
+    warm_dir = warm_generator(config, no_demonstration, args.steps, out)
     warm_record = read_record(warm_dir)
+    short = f"warm_{args.short_steps}_steps"
+    short_dir = warm_generator(config, no_demonstration, args.short_steps, out, short) if args.short_steps else None
 
     anchors = split_anchors(config.anchors).held_out[: args.anchors]
     discriminator = load_discriminator(str(discriminator_dir), config.device)
     judge = NLIDiscriminator.load(str(judge_dir), device=config.device)
     encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     reward = Reward(discriminator, encoder, config.reward, engine)
-    sides = {
-        "raw": (config.generator.model, generation),
-        "raw_no_demonstration": (config.generator.model, no_demonstration),
-        "warm": (str(warm_dir), no_demonstration),
+    raw = config.generator.model
+    sides = {  # side: (generator, its prompts' settings, the filter)
+        "raw": (raw, generation, config.filter),
+        "raw_rotating_demonstration": (raw, rotating, config.filter),
+        "raw_no_demonstration": (raw, no_demonstration, config.filter),
+        "warm": (str(warm_dir), no_demonstration, config.filter),
+        **({short: (str(short_dir), no_demonstration, config.filter)} if short_dir else {}),
+        f"raw_{k}": (raw, generation, best_of),
+        f"warm_{k}": (str(warm_dir), no_demonstration, best_of),
+        # the baseline a user tries first (baseline-mined-negatives): the raw generator's positives, each negative
+        # mined from the training corpus by the encoder (the filter then checks the positive only)
+        "raw_mined_negatives": (raw, generation, config.filter),
+        "warm_mined_negatives": (str(warm_dir), no_demonstration, config.filter),
     }
+    corpus = split_anchors(config.anchors).train
     results, records = {}, {}
-    for side, (source, side_generation) in sides.items():
+    for side, (source, side_generation, side_filter) in sides.items():
         folder = out / side
-        start = time.perf_counter()
+        mined = {"mine_from": corpus, "mining": config.mining} if side.endswith("_mined_negatives") else {}
         if not (folder / "synthesis.json").is_file():
-            synthesize(source, anchors, side_generation, reward, config.filter, folder, engine=engine)
-        minutes = (time.perf_counter() - start) / 60
+            synthesize(source, anchors, side_generation, reward, side_filter, folder, engine=engine, **mined)
         records[side] = read_jsonl(folder / "synthetic.jsonl")
         report = json.loads((folder / "synthesis.json").read_text())
-        accuracy = synthetic_accuracy(records[side], judge)
+        minutes = report["seconds"] / 60  # generation, scoring and filtering (the model's loading aside)
         measured = per_anchor(records[side], judge, encoder, generator=side_generation, engine=engine)
-        kept = np.array([r["drop_reason"] is None for r in records[side]], dtype=float)
+        kept = measured["kept"]
         results[side] = {
             "source": source,
             "demonstrations": len(side_generation.few_shot),
-            **{k: bootstrap_mean(v).to_dict() for k, v in accuracy.items()},
+            "shown": side_generation.demonstrations or len(side_generation.few_shot),
+            "candidates": side_filter.candidates,
+            **{k: bootstrap_mean(measured[k]).to_dict() for k in SYNTHETIC_ACCURACY},
             "kept_fraction": bootstrap_mean(kept).to_dict(),
             "kept": int(kept.sum()),
             "synthesis_minutes": round(minutes, 2),
-            "kept_per_minute": round(kept.sum() / minutes, 1) if minutes > 0.05 else None,
+            "kept_per_minute": round(kept.sum() / minutes, 1),
             "false_negatives": false_negatives(records[side], judge),
             "measures": {k: float(np.nanmean(v)) if np.isfinite(v).any() else None for k, v in measured.items()},
             "synthesis": {k: report.get(k) for k in ("kept", "drop_reasons", "seconds", "tokens_per_second")},
         }
-    paired = {
-        f"warm - {side}": compare(records[side], records["warm"], judge, encoder, [t.name for t in reward.terms])
-        for side in ("raw", "raw_no_demonstration")
-    }
-    for side in ("raw", "raw_no_demonstration"):  # synthetic accuracy, paired by anchor
-        a, b = synthetic_accuracy(records[side], judge), synthetic_accuracy(records["warm"], judge)
-        for k in a:
-            paired[f"warm - {side}"][k] = bootstrap_mean(b[k] - a[k]).to_dict()
+    comparisons = [  # (after, before): after - before, paired by anchor
+        ("warm", "raw"),
+        ("warm", "raw_no_demonstration"),
+        ("raw_rotating_demonstration", "raw"),
+        *([("warm", short)] if short_dir else []),
+        (f"raw_{k}", "raw"),
+        (f"warm_{k}", "warm"),
+        (f"warm_{k}", "raw_mined_negatives"),
+    ]
+    terms = [t.name for t in reward.terms]
+    paired = {}
+    for after, before in comparisons:
+        name = f"{after} - {before}"
+        prompts = sides[after][1] if sides[after][1] == sides[before][1] else None  # leaks: one prompt set only
+        paired[name] = compare(records[before], records[after], judge, encoder, terms, prompts, engine)
     payload = {
         "anchors": len(anchors),
         "seed": args.seed,
+        "candidates": args.candidates,
+        "judge_training": args.judge,
         "warm_start": {k: warm_record[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
+        "short_warm_start": None
+        if short_dir is None
+        else {k: read_record(short_dir)[k] for k in ("config", "loss_first", "loss_last", "seconds")},
         "nli_minutes": round(nli_minutes, 1),
         "nli": {
             "discriminator": nli_accuracy(discriminator, out / "discriminator_eval.json"),
-            "judge": nli_accuracy(judge, out / "judge_eval.json"),
+            "judge": nli_accuracy(judge, judge_dir.with_name(judge_dir.name + "_eval.json")),
         },
         "sides": results,
         "paired": paired,
@@ -196,17 +247,32 @@ def main() -> None:
     write_record(args.name, "A supervised warm start of the generator", page(payload), payload)
 
 
-def page(p: dict) -> list[str]:
-    def cell(d: dict) -> str:
-        return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+def cell(d: dict) -> str:
+    """An interval as a table cell: ``estimate [low, high]``."""
+    return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
+
+def page(p: dict) -> list[str]:
     w = p["warm_start"]
     lines = [
         f"{p['anchors']} held-out corpus anchors, cpu-full's synthesis settings (temperature 0.8, the paper's argmax "
         f"filter), sampling seed {p['seed']}. Warm start: {w['config']['steps']} steps of {w['config']['batch_size']} "
         f"NLI pairs (its third of the pairs), lr {w['config']['learning_rate']}, LoRA r 16 on all seven projections, "
-        f"loss {w['loss_first']:.3f} -> {w['loss_last']:.3f}, {w['seconds'] / 60:.1f} min. The discriminator and the "
-        "judge: the quickstart's size (8,000 pairs), each on its own third. Their accuracy:",
+        f"loss {w['loss_first']:.3f} -> {w['loss_last']:.3f}, {w['seconds'] / 60:.1f} min. The reward's "
+        "discriminator (it filters): the quickstart's (8,000 pairs of its third, one epoch). The judge (it grades): "
+        + (
+            "every pair of its own third, two epochs (configs/nli-judge.yaml)."
+            if p.get("judge_training") == "whole-share"
+            else "the quickstart's size on its own third."
+        )
+        + f" Best of k: k = {p.get('candidates')}."
+        + (
+            f" A shorter warm start beside it: {sw['config']['steps']} steps, loss {sw['loss_first']:.3f} -> "
+            f"{sw['loss_last']:.3f}, {sw['seconds'] / 60:.1f} min."
+            if (sw := p.get("short_warm_start"))
+            else ""
+        )
+        + " The NLI models' accuracy:",
         "",
         "| model | " + " | ".join(p["nli"]["judge"]) + " |",
         "|---|" + "---:|" * len(p["nli"]["judge"]),
@@ -215,16 +281,18 @@ def page(p: dict) -> list[str]:
             for name, r in p["nli"].items()
         ),
         "",
-        "| side | demonstrations | accuracy positive | accuracy negative | accuracy avg | kept fraction | "
-        "kept a minute | false negatives |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| side | demonstrations (shown) | candidates | accuracy positive | accuracy negative | accuracy avg | "
+        "kept fraction | kept a minute | false negatives |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for side, r in p["sides"].items():
         fn = r["false_negatives"]
         fn_cell = f"{fn['entailed']} of {fn['kept']}" if fn["kept"] else "-"
+        shown = f"{r['demonstrations']} ({r.get('shown', r['demonstrations'])})"
         lines.append(
-            f"| {side} | {r['demonstrations']} | {cell(r['accuracy_positive'])} | {cell(r['accuracy_negative'])} | "
-            f"{cell(r['accuracy_avg'])} | {cell(r['kept_fraction'])} | {r['kept_per_minute']} | {fn_cell} |"
+            f"| {side} | {shown} | {r.get('candidates', 1)} | {cell(r['synthetic_accuracy_positive'])} | "
+            f"{cell(r['synthetic_accuracy_negative'])} | "
+            f"{cell(r['synthetic_accuracy'])} | {cell(r['kept_fraction'])} | {r['kept_per_minute']} | {fn_cell} |"
         )
     lines += [
         "",
@@ -235,9 +303,10 @@ def page(p: dict) -> list[str]:
     ]
     for name, d in p["paired"].items():
         for k in (
-            "accuracy_positive",
-            "accuracy_negative",
-            "accuracy_avg",
+            "synthetic_accuracy_positive",
+            "synthetic_accuracy_negative",
+            "synthetic_accuracy",
+            "kept",
             "positive_deletion",
             "negative_added_negation",
             "parse_failure",

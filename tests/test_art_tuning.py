@@ -122,6 +122,48 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors, seed=8) != one  # and the seed matters
 
 
+def test_best_of_k_synthesis_writes_k_candidates_and_keeps_candidate_zero_as_the_one(
+    tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path
+):
+    """filter.candidates: k responses per anchor and kind, each from its own stream; candidate 0 is what one
+    candidate writes, the kept one is the hardest (r2) of those that pass its kind (under rule none: every parsed
+    one), the others stay in the record; the texts do not depend on the batching."""
+    from hardcse.art.config import GeneratorConfig
+
+    anchors = ["the cat runs very fast", "a dog sleeps here now", "the bird sings a song", "a cow eats the grass"]
+    reward = Reward(NLIDiscriminator.load(str(tiny_nli_dir)), load_encoder(str(tiny_encoder_dir)), TuneConfig().reward)
+
+    def records(k: int, batch_size: int) -> list[dict]:
+        generation = GeneratorConfig(dtype="float32", max_new_tokens=6, batch_size=batch_size, seed=3)
+        out = tmp_path / f"k{k}-b{batch_size}"
+        config = FilterConfig(rule="none", candidates=k)
+        report = synthesize(str(tiny_lm_dir), anchors, generation, reward, config, out)
+        assert report.candidates == k and json.loads((out / "synthesis.json").read_text())["candidates"] == k
+        return read_jsonl(out / "synthetic.jsonl")
+
+    def texts(rows: list[dict], kind: str) -> list[list[str]]:  # each anchor's candidates, the kept one first
+        return [[r[f"{kind}_raw"], *(o["raw"] for o in r[f"{kind}_others"])] for r in rows]
+
+    one, three = records(1, 8), records(3, 12)
+    # 6 responses an anchor: two anchors a batch at 12 rows, one at 6; the same texts, the same choice
+    assert all(texts(three, kind) == texts(records(3, 6), kind) for kind in ("positive", "negative"))
+    chose_another = 0
+    for single, best in zip(one, three, strict=True):
+        for kind in ("positive", "negative"):
+            others = best[f"{kind}_others"]
+            assert len(others) == 2
+            # candidate 0, the one-candidate text, is the kept one or the first of the others
+            assert single[f"{kind}_raw"] in (best[f"{kind}_raw"], others[0]["raw"])
+            chose_another += single[f"{kind}_raw"] != best[f"{kind}_raw"]
+            parsed = [o for o in others if o["sentence"] is not None]
+            assert best[f"{kind}_passing"] == len(parsed) + (best[kind] is not None)
+            if best[kind] is not None:  # the hardest of the parsed ones
+                assert all(o["r2"] <= best[f"{kind}_r2"] for o in parsed)
+            else:  # none parsed: the first candidate, the one-candidate text
+                assert not parsed and best[f"{kind}_raw"] == single[f"{kind}_raw"]
+    assert chose_another  # the choice is exercised: some kept answer is not candidate 0
+
+
 def test_a_synthesis_read_from_the_generation_cache_reports_no_speed(
     tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, tmp_path, monkeypatch
 ):

@@ -6,7 +6,7 @@ import pytest
 from hardcse.art.config import FilterConfig
 from hardcse.art.reward.dual import judged
 from hardcse.art.reward.shortcuts import word_overlap
-from hardcse.art.synthesis.filter import drop_reason
+from hardcse.art.synthesis.filter import chosen_candidate, drop_reason
 from hardcse.config import ConfigValueError
 
 ENTAILED, NEUTRAL, CONTRADICTED = [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]
@@ -85,6 +85,8 @@ def test_filter_mistakes_name_their_key():
         FilterConfig(margin=1.5)
     with pytest.raises(ConfigValueError, match="max_pair_overlap"):
         FilterConfig(max_pair_overlap=-0.1)
+    with pytest.raises(ConfigValueError, match="candidates"):
+        FilterConfig(candidates=0)
 
 
 def test_a_mined_negative_beside_the_generated_one_must_be_mined_and_not_entailed():
@@ -93,3 +95,51 @@ def test_a_mined_negative_beside_the_generated_one_must_be_mined_and_not_entaile
     assert drop_reason(both | {"mined_negative_probs": ENTAILED}, FilterConfig()) == "mined_negative_entailed"
     missing = both | {"mined_negative": None, "mined_negative_reason": "not_mined"}
     assert drop_reason(missing, FilterConfig()) == "mined_negative_not_mined"
+
+
+def candidate(kind: str, sentence: str | None, probs, r2: float | None, reward: float = 0.0) -> dict:
+    return {
+        kind: sentence,
+        f"{kind}_reason": None if sentence else "empty",
+        f"{kind}_probs": probs,
+        f"{kind}_r2": r2,
+        f"{kind}_reward": reward,
+    }
+
+
+def test_best_of_k_keeps_the_hardest_candidate_that_passes_its_kind():
+    paper = FilterConfig(candidates=4)
+    negatives = [
+        candidate("negative", "A near copy.", NEUTRAL, 0.9),  # the hardest, but not a contradiction
+        candidate("negative", "Nobody sleeps.", CONTRADICTED, 0.4),
+        candidate("negative", "A cat never sleeps.", CONTRADICTED, 0.6),  # the hardest that passes
+        candidate("negative", None, None, None),  # rejected by the parser
+    ]
+    best = chosen_candidate("negative", negatives, paper)
+    assert best["negative"] == "A cat never sleeps." and best["negative_passing"] == 2
+    assert [o["sentence"] for o in best["negative_others"]] == ["A near copy.", "Nobody sleeps.", None]
+    near_copy = {"sentence": "A near copy.", "reason": None, "probs": NEUTRAL, "r2": 0.9, "reward": 0.0}
+    assert best["negative_others"][0] == near_copy
+    # an entailed negative never passes, however hard; of equals the first
+    equals = [candidate("negative", s, CONTRADICTED, 0.5) for s in ("First.", "Second.")]
+    entailed = [candidate("negative", "Same thing.", ENTAILED, 0.95), *equals]
+    assert chosen_candidate("negative", entailed, paper)["negative"] == "First."
+
+
+def test_best_of_k_without_a_passing_candidate_keeps_the_first_and_its_reason():
+    positives = [candidate("positive", "Not entailed.", NEUTRAL, 0.3), candidate("positive", None, None, None)]
+    first = chosen_candidate("positive", positives, FilterConfig(candidates=2))
+    assert first["positive"] == "Not entailed." and first["positive_passing"] == 0
+    triplet = record(ENTAILED, CONTRADICTED) | first
+    assert drop_reason(triplet, FilterConfig()) == "positive_not_entailed"
+    # one candidate: the record as it was, no count, no others
+    assert chosen_candidate("positive", positives[:1], FilterConfig()) == positives[0]
+
+
+def test_best_of_k_ranks_by_the_reward_where_the_reward_has_no_r2():
+    scored = [candidate("positive", s, ENTAILED, None, reward) for s, reward in (("Low.", 0.1), ("High.", 0.8))]
+    without_r2 = [{k: v for k, v in c.items() if k != "positive_r2"} for c in scored]
+    assert chosen_candidate("positive", without_r2, FilterConfig(candidates=3))["positive"] == "High."
+    # under rule none every parsed candidate passes: the hardest by r2
+    loose = [candidate("positive", "Neutral.", NEUTRAL, 0.7), candidate("positive", "Entailed.", ENTAILED, 0.2)]
+    assert chosen_candidate("positive", loose, FilterConfig(rule="none", candidates=2))["positive"] == "Neutral."

@@ -59,6 +59,14 @@ def test_per_anchor_measures_by_hand(tiny_encoder):
     assert m["positive_cosine"][:2] == pytest.approx(cos) and np.isnan(m["positive_cosine"][2])
     assert np.isnan(m["negative_cosine"][1:]).all()
     assert np.isnan(per_anchor(RAW, None, tiny_encoder)["judged_correct"]).all()  # no judge: undefined
+    # Table 4's accuracy counts a rejected answer as wrong: anchor 2's negative and anchor 3's two
+    assert m["synthetic_accuracy_positive"].tolist() == [1.0, 0.0, 0.0]
+    assert m["synthetic_accuracy_negative"].tolist() == [1.0, 0.0, 0.0]
+    assert m["synthetic_accuracy"].tolist() == [1.0, 0.0, 0.0]
+    assert np.isnan(per_anchor(RAW, None, tiny_encoder)["synthetic_accuracy"]).all()
+    reasons = [None, "negative_cut_off", "positive_empty"]
+    kept = [r | {"drop_reason": reason} for r, reason in zip(RAW, reasons, strict=True)]
+    assert per_anchor(kept, None, tiny_encoder)["kept"].tolist() == [1.0, 0.0, 0.0]
     # format set aside: the parsed responses alone (anchor 2's rejected negative and anchor 3 drop out)
     assert m["reward_parsed"][:2].tolist() == pytest.approx([-0.1, 0.3]) and np.isnan(m["reward_parsed"][2])
     assert m["p_target_parsed"][:2].tolist() == pytest.approx([0.45, 0.65]) and np.isnan(m["p_target_parsed"][2])
@@ -142,3 +150,12 @@ def test_the_reports_first_line_states_rls_effect_or_why_there_is_none():
         "reward no detectable difference (+0.020 [-0.100, +0.140]); the discriminator's P(target) of parsed "
         "answers higher by 0.030 (+0.030 [+0.011, +0.049])."
     )
+    # the judge's accuracy first, both generators' and the difference; without a judge it says so
+    accuracy = measure(0.01, 0.04, 0.07) | {"raw": {"estimate": 0.41}, "tuned": {"estimate": 0.45}}
+    assert effect_line(config, [("round_1", last | {"synthetic_accuracy": accuracy})]).startswith(
+        "**What RL did** (round_1: the tuned against the raw generator on 12 held-out anchors, 95% intervals): "
+        "synthetic accuracy (by the judge) 0.450 tuned against 0.410 untuned, higher by 0.040 (+0.040 [+0.010, "
+        "+0.070]); reward no detectable difference"
+    )
+    no_judge = effect_line(config, [("round_1", last | {"synthetic_accuracy": None})])
+    assert "synthetic accuracy (by the judge) not measured (no `judge`); reward" in no_judge

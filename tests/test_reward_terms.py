@@ -223,7 +223,8 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
     if record["positive"] is not None:
         assert record["positive_length"] == len(record["positive"].split())
     result = compare(sides["raw"], sides["tuned"], None, load_encoder(str(tiny_encoder_dir)), ["r1", "r2", "length"])
-    assert result["measures"][4:7] == ["r1_parsed", "r2_parsed", "length_parsed"]
+    after = result["measures"].index("p_target_parsed") + 1  # each term's mean follows P(target), in the terms' order
+    assert result["measures"][after : after + 3] == ["r1_parsed", "r2_parsed", "length_parsed"]
     assert "| length_parsed |" in compare_markdown(result)
 
 

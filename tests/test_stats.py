@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hardcse.stats import bootstrap_mean, paired_bootstrap
+from hardcse.stats import bootstrap_mean, paired_bootstrap, seeds_by_items_mean
 
 
 def test_two_values_give_the_three_possible_means():
@@ -62,3 +62,26 @@ def test_detectable_difference_from_a_kept_se_and_degrees_of_freedom():
     # to_dict names them only where they are known: a percentile interval's dict is as before
     assert kept.to_dict() == {"estimate": 0.3, "low": -0.7, "high": 1.3, "n": 10, "se": 0.4, "df": 4}
     assert set(Interval(0.3, 0.1, 0.5, 10).to_dict()) == {"estimate", "low", "high", "n"}
+
+
+def test_a_seeds_by_items_mean_counts_the_seeds_spread_with_t_and_the_items_with_z():
+    # seeds' means 0.5 and 1.0: V_seeds = 0.125 / 2; items' means 1, 0.5, 1, 0.5: V_items = (1 / 12) / 4;
+    # half-width sqrt(t_1(0.975)^2 x 0.0625 + z(0.975)^2 x 0.0208333) = sqrt(12.7062^2 x 0.0625 + 1.95996^2 x ...)
+    table = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    interval = seeds_by_items_mean(table)
+    assert interval.estimate == 0.75 and interval.n == 8
+    assert interval.high - 0.75 == pytest.approx(3.189123, abs=1e-5) and interval.low == pytest.approx(0.75 - 3.189123)
+    assert interval.se == pytest.approx(np.sqrt(0.0625 + 1 / 48)) and interval.df == pytest.approx(
+        (0.0625 + 1 / 48) ** 2 / 0.0625**2
+    )
+    # an item undefined under every seed is left out; one seed is the items' bootstrap
+    with_undefined = np.column_stack([table, [np.nan, np.nan]])
+    assert seeds_by_items_mean(with_undefined) == interval
+    assert seeds_by_items_mean(table[:1]) == bootstrap_mean(table[0])
+    with pytest.raises(ValueError, match="seeds, items"):
+        seeds_by_items_mean(np.zeros(3))
+    with pytest.raises(ValueError, match="a seed has no defined item"):
+        seeds_by_items_mean(np.vstack([table, np.full(4, np.nan)]))
+    # each seed weighs the same, whatever its undefined items: seeds' means 1 and 0.5
+    uneven = np.array([[1.0, np.nan, np.nan, np.nan], [1.0, 0.0, 1.0, 0.0]])
+    assert seeds_by_items_mean(uneven).estimate == 0.75

@@ -174,3 +174,26 @@ def test_the_kept_warm_starts_key_follows_what_decides_its_weights_and_nothing_e
     assert key() != first
     monkeypatch.setattr(trl, "__version__", "0.0.1")
     assert key(c=dataclasses.replace(config, files=[str(renamed)])) != first  # another TRL
+
+
+def test_a_run_model_trained_on_every_pair_is_named_as_having_seen_the_warm_starts(nli_file, caplog):
+    """The warm start's pairs are a third of the NLI pairs; a run's discriminator or judge that trains on all of
+    them saw what the warm start taught, and the run says which model and the key that fixes it."""
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.rl.warm_start import check_warm_start
+
+    on = {"warm_start": WarmStartConfig(steps=1, batch_size=2, files=[str(nli_file)], share=None)}
+    config = ArtRunConfig(discriminator="train", judge="train", decontamination=OFF, **on)
+    with caplog.at_level("WARNING", logger="hardcse"):
+        check_warm_start(config)
+    assert "the run's discriminator trains on every NLI pair" in caplog.text
+    assert "discriminator_training.share: discriminator" in caplog.text
+    assert "the run's judge trains" not in caplog.text  # the judge's own third by default
+    caplog.clear()
+    every_pair = dataclasses.replace(config.judge_training, share=None)
+    discriminator_share = dataclasses.replace(config.discriminator_training, share="discriminator")
+    with caplog.at_level("WARNING", logger="hardcse"):
+        check_warm_start(
+            dataclasses.replace(config, judge_training=every_pair, discriminator_training=discriminator_share)
+        )
+    assert "the run's judge trains on every NLI pair" in caplog.text and "discriminator trains" not in caplog.text

@@ -105,6 +105,39 @@ def paired_bootstrap(
     }
 
 
+def clustered_half_width(runs: float, tests: float, clusters: int, q: float = 0.975) -> float:
+    """sqrt(t_{G-1}(q)^2 x V_runs + z(q)^2 x V_pairs): a clustered interval's half-width at the two-sided level
+    2q - 1 (q 0.975: 95%) from its two variances, the runs' (G clusters: t with G - 1 degrees of freedom) and the
+    test items' (normal) (hardcse/evaluation/paired.py's module doc)."""
+    from scipy.stats import norm, t
+
+    return float(np.sqrt(t.ppf(q, clusters - 1) ** 2 * runs + norm.ppf(q) ** 2 * tests))
+
+
+def seeds_by_items_mean(values: np.ndarray, confidence: float = 0.95) -> Interval:
+    """The mean of a (G seeds, n items) table (NaN: undefined, left out), the same items under every seed (e.g.
+    per anchor, tuned - untuned of each RL seed): the mean of the seeds' means, each seed weighing the same, with
+    an interval that counts both spreads: estimate +- sqrt(t_{G-1}^2 x V_seeds + z^2 x V_items), V_seeds =
+    var(the seeds' means) / G, V_items = var(the items' means over the seeds) / n (sample variances). The
+    seed-by-item interplay is in both parts (about its variance / (nG) each), so the interval is conservative. One
+    seed: the items' percentile bootstrap (:func:`bootstrap_mean`)."""
+    table = np.asarray(values, dtype=np.float64)
+    if table.ndim != 2 or not table.size:
+        raise ValueError(f"seeds_by_items_mean needs a (seeds, items) table, got shape {table.shape}")
+    if len(table) == 1:
+        return bootstrap_mean(table[0], confidence=confidence)
+    if not np.isfinite(table).any(axis=1).all():
+        raise ValueError("seeds_by_items_mean: a seed has no defined item; leave that seed out")
+    table = table[:, np.isfinite(table).any(axis=0)]  # an item undefined under every seed is left out
+    seeds, items = np.nanmean(table, axis=1), np.nanmean(table, axis=0)
+    v_seeds, v_items = np.var(seeds, ddof=1) / len(seeds), np.var(items, ddof=1) / len(items)
+    half = clustered_half_width(v_seeds, v_items, len(seeds), q=1 - (1 - confidence) / 2)
+    se = float(np.sqrt(v_seeds + v_items))
+    df = (len(seeds) - 1) * (v_seeds + v_items) ** 2 / v_seeds**2 if v_seeds > 0 else None
+    estimate = float(seeds.mean())
+    return Interval(estimate, estimate - half, estimate + half, int(np.isfinite(table).sum()), se, df)
+
+
 def detectable_difference(interval: Interval, power: float = 0.8, confidence: float = 0.95) -> float:
     """The smallest true difference a comparison with ``interval``'s spread finds (its interval excludes zero) with
     probability ``power``: the interval's half-width plus q_power x SE. Where the interval keeps its SE and degrees

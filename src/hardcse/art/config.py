@@ -6,6 +6,7 @@ extends it with the rounds, so the two never drift apart.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -21,7 +22,7 @@ from hardcse.encoder.simcse import SimCSETraining
 from hardcse.engines import check_engine
 from hardcse.tracking.config import Tracked
 
-TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator: train the discriminator inside the run
+TRAIN_IN_RUN = "train"  # ArtRunConfig.discriminator and .judge: train the model inside the run
 
 POSITIVE_PROMPT = (
     "Generate a positive variation of Original Sentence, ensuring it has same meaning, exhibits different "
@@ -229,6 +230,10 @@ class FilterConfig(Checked):
     rule: str = "argmax"
     margin: float = 0.0  # argmax: P(target) - the largest other probability must be >= margin
     max_pair_overlap: float = 0.9  # Jaccard overlap of the positive's and negative's words; 1.0: identical only
+    # Best of k (an option beside the paper, which samples one): the generator writes k candidates per anchor and
+    # kind, and the filter keeps, of those that pass its checks of that kind, the hardest (the highest r2; the
+    # highest reward where the reward has no r2); 1: one answer each, the paper's
+    candidates: int = 1
 
     def check(self) -> None:
         # above 1 keeps nothing: allowed, the raw-LLM and no-filter ablations use the bounds on purpose
@@ -237,6 +242,7 @@ class FilterConfig(Checked):
         check_choice("rule", self.rule, FILTER_RULES)
         check_range("margin", self.margin, 0.0, 1.0)
         check_range("max_pair_overlap", self.max_pair_overlap, 0.0, 1.0)
+        check_positive("candidates", self.candidates)
 
 
 @dataclass
@@ -296,6 +302,11 @@ class TuneConfig(Tracked):
         check_engine("engine", self.engine)
 
 
+def _judge_training() -> NLITrainConfig:
+    training = NLITrainConfig()
+    return dataclasses.replace(training, share="judge", training=dataclasses.replace(training.training, seed=7))
+
+
 @dataclass
 class ArtRunConfig(TuneConfig):
     """``hardcse art run``: round 0 evaluates the starting encoder; each round r = 1..rounds tunes the generator
@@ -306,8 +317,13 @@ class ArtRunConfig(TuneConfig):
     "train": train one into the run folder from ``discriminator_training``."""
 
     discriminator_training: NLITrainConfig = field(default_factory=NLITrainConfig)
-    # An NLI model that is not the reward's, for the synthetic-data accuracy (paper Table 4); null: not measured.
+    # An NLI model that is not the reward's, for the synthetic-data accuracy (paper Table 4): a folder from
+    # `hardcse nli train`, or "train": train one into the run folder from ``judge_training`` (kept on the machine
+    # like the discriminator, ``keep_discriminator``); null: not measured.
     judge: str | None = None
+    # By default on the judge's third of the NLI pairs (hardcse/data/nli.py SHARES), with another seed: give the
+    # discriminator ``share: discriminator`` and the two never saw each other's pairs
+    judge_training: NLITrainConfig = field(default_factory=lambda: _judge_training())
     rounds: int = 3  # paper: 3
     tune_generator: bool = True  # false: the raw LLM writes the data (the paper's SimCSE* baseline)
     # With discriminator: train, the trained model is kept on this machine and a later run with the same inputs

@@ -29,8 +29,9 @@ REWARD_KEYS = (
     *("reward", "p_target", "cosine", "parse_failure_rate", "reward_format", "reward_parsed", "reward_std"),
     *("reward_parsed_std", "reward_positive", "reward_negative"),
 )
-# the fields a synthetic.jsonl record keeps of each answer besides the terms, as KIND_FIELD
-RECORD_FIELDS = ("raw", "reason", "probs", "source")
+# the fields a synthetic.jsonl record keeps of each answer besides the terms, as KIND_FIELD (best of k adds passing
+# and others, each other candidate's text as its sentence: hardcse/art/synthesis/filter.py)
+RECORD_FIELDS = ("raw", "reason", "probs", "source", "passing", "others", "sentence")
 
 # an RL step's log line (hardcse/art/rl/loop.py): the loop's own numbers, the seconds of each phase, the
 # algorithm's minibatch means and what it logs after the update

@@ -37,7 +37,7 @@ import numpy as np
 
 from hardcse.data.sts import SEVEN_TASKS, load_sts_task
 from hardcse.errors import HardcseError
-from hardcse.stats import SEED, Interval
+from hardcse.stats import SEED, Interval, clustered_half_width
 
 RESAMPLES = 1000
 
@@ -209,14 +209,6 @@ def _clustered_spread(between: np.ndarray, pairs: np.ndarray, clusters: int) -> 
     runs, tests = clusters / (clusters - 1) * float(np.var(between)), float(np.nanvar(pairs))
     df = (clusters - 1) * (runs + tests) ** 2 / runs**2 if runs > 0 else None
     return clustered_half_width(runs, tests, clusters), float(np.sqrt(runs + tests)), df
-
-
-def clustered_half_width(runs: float, tests: float, clusters: int, q: float = 0.975) -> float:
-    """sqrt(t_{G-1}(q)^2 x V_runs + z(q)^2 x V_pairs): the clustered interval's half-width at the two-sided level
-    2q - 1 (q 0.975: 95%), from its two variances (:func:`_clustered_spread`)."""
-    from scipy.stats import norm, t
-
-    return float(np.sqrt(t.ppf(q, clusters - 1) ** 2 * runs + norm.ppf(q) ** 2 * tests))
 
 
 def group_difference(

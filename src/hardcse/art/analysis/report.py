@@ -191,11 +191,25 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
+def _nli_model(run_dir: Path, config: dict, role: str) -> str:
+    """The run's discriminator or judge in words: its folder, or how the run got the one it trained."""
+    if config[role] != TRAIN_IN_RUN:
+        return f"`{config[role]}`"
+    training = config.get(f"{role}_training") or {}
+    record = _read_json(run_dir / role / "training.json") or {}
+    how = "copied from an earlier run's identical training" if "reused_from" in record else "trained in the run"
+    pairs = f"{training.get('max_examples') or 'all'} NLI pairs"
+    share = f" of the share `{training['share']}`" if training.get("share") else ""
+    return f"{how} (`{role}/`: `{training.get('base_model')}`, {pairs}{share})"
+
+
 def filter_description(config: dict) -> str:
     """The filter of a run's config.yaml in words (a config from before ``filter.rule`` is the threshold rule)."""
+    k = config.get("candidates", 1)
+    best_of = f"; best of {k} (the hardest of {k} answers per kind that passes)" if k > 1 else ""
     rule = config.get("rule", "threshold")
     if rule == "none":
-        return "none (every parsed pair)"
+        return "none (every parsed pair)" + best_of
     if rule == "argmax":
         margin = config.get("margin", 0.0)
         judged = "entailment / contradiction" + (f" by a margin of {margin}" if margin else "")
@@ -203,8 +217,9 @@ def filter_description(config: dict) -> str:
     else:
         kept = f"P(entailment) >= {config['min_entailment']}, P(contradiction) >= {config['min_contradiction']}"
     if "max_pair_overlap" not in config:
-        return kept
-    return f"{kept}; no entailed negative, positive and negative under {config['max_pair_overlap']} word overlap"
+        return kept + best_of
+    overlap = f"positive and negative under {config['max_pair_overlap']} word overlap"
+    return f"{kept}; no entailed negative, {overlap}{best_of}"
 
 
 def art_run_config(run_dir: Path) -> dict:
@@ -230,13 +245,8 @@ def build_report(run_dir: str | Path) -> str:
         if tuned
         else f"`{config['generator']['model']}` without RL (raw LLM baseline)"
     )
-    discriminator = f"`{config['discriminator']}`"
-    if config["discriminator"] == TRAIN_IN_RUN:
-        training = config["discriminator_training"]
-        pairs = training["max_examples"] or "all"
-        record = _read_json(run_dir / "discriminator" / "training.json") or {}
-        how = "copied from an earlier run's identical training" if "reused_from" in record else "trained in the run"
-        discriminator = f"{how} (`discriminator/`: `{training['base_model']}`, {pairs} NLI pairs)"
+    discriminator = _nli_model(run_dir, config, "discriminator")
+    judge = _nli_model(run_dir, config, "judge") if config["judge"] else "`none` (no judged accuracy)"
     from hardcse.art.synthesis.heldout import compare_markdown, effect_line
 
     heldout = [(d.name, _read_json(d / "heldout.json")) for d in rounds]
@@ -246,7 +256,7 @@ def build_report(run_dir: str | Path) -> str:
         effect_line(config, [(name, h) for name, h in heldout if h]),
         "",
         f"- encoder: `{config['encoder']}`; generator: {generator}",
-        f"- discriminator: {discriminator}; judge: `{config['judge'] or 'none (no judged accuracy)'}`",
+        f"- discriminator: {discriminator}; judge: {judge}",
         f"- {config['rounds']} round(s), {config['synthesis_anchors']} new anchors each; filter: "
         f"{filter_description(config['filter'])}; reward {reward_formula(config['reward'])}",
         "",

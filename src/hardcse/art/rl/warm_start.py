@@ -233,12 +233,14 @@ def check_warm_start(config: TuneConfig) -> None:
             "a new adapter on a raw model (give its base model, or warm_start.steps: 0)"
         )
     warm_start_examples(config.warm_start, config.decontamination)
-    training = getattr(config, "discriminator_training", None)
-    if getattr(config, "discriminator", None) == "train" and training is not None and training.share is None:
-        log.warning(
-            "warm_start: the run's discriminator trains on every NLI pair, the warm start's included; set "
-            "discriminator_training.share: discriminator for one that never saw them"
-        )
+    for role in ("discriminator", "judge"):  # an ArtRunConfig's models trained in the run
+        training = getattr(config, f"{role}_training", None)
+        if getattr(config, role, None) == "train" and training is not None and training.share is None:
+            log.warning(
+                "warm_start: the run's %s trains on every NLI pair, the warm start's included; set "
+                "%s_training.share: %s for one that never saw them",
+                *(role,) * 3,
+            )
 
 
 def warm_start_stage(folder: RunFolder, config: TuneConfig) -> TuneConfig:

@@ -13,9 +13,14 @@ negative, mined ones included) or when its positive and negative are the same se
 (``max_pair_overlap``: the share of their distinct lowercased words they have in common, Jaccard). A mined negative
 is not asked to be a contradiction (hardcse/art/synthesis/mining.py): it is a corpus sentence, not an edit; beside
 a generated negative (``negatives: both``) it must be mined and not labelled entailment.
+
+``filter.candidates`` k > 1 (best of k, beside the paper): of an anchor's k responses of a kind, synthesis keeps the
+hardest one that passes :func:`kind_reason` (:func:`chosen_candidate`), then the triplet faces every check above.
 """
 
 from __future__ import annotations
+
+import math
 
 from hardcse.art.config import FilterConfig
 from hardcse.art.reward.dual import TARGET_LABEL, judged
@@ -26,27 +31,58 @@ POSITIVE, NEGATIVE = TARGET_LABEL["positive"], TARGET_LABEL["negative"]  # entai
 
 def drop_reason(record: dict, config: FilterConfig) -> str | None:
     """Why a record's triplet is not kept (the first failing check), or None when it is kept."""
-    for kind in ("positive", "negative", "mined_negative"):  # mined_negative: beside a generated one
-        if kind in record and record[kind] is None:
+    kinds = [kind for kind in ("positive", "negative", "mined_negative") if kind in record]  # mined: beside one
+    for kind in kinds:
+        if record[kind] is None:
             return f"{kind}_{record[f'{kind}_reason']}"
-    if config.rule == "none":
-        return None
-    positive, negative = record["positive_probs"], record["negative_probs"]
     mined = record.get("negative_source") == "mined"
-    if config.rule == "argmax":
-        if not judged(positive, POSITIVE, config.margin)[0]:
-            return "positive_not_entailed"
-        if not mined and not judged(negative, NEGATIVE, config.margin)[0]:
-            return "negative_not_contradiction"
-    else:
-        if positive[POSITIVE] < config.min_entailment:
-            return "positive_not_entailed"
-        if not mined and negative[NEGATIVE] < config.min_contradiction:
-            return "negative_not_contradiction"
-    if judged(negative, POSITIVE)[0]:  # a negative labelled entailment
-        return "negative_entailed"
-    if "mined_negative" in record and judged(record["mined_negative_probs"], POSITIVE)[0]:
-        return "mined_negative_entailed"  # a second, mined negative (negatives: both) is not asked to contradict
-    if word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
+    for kind in kinds:
+        reason = kind_reason(kind, record[f"{kind}_probs"], config, mined=mined or kind == "mined_negative")
+        if reason is not None:
+            return reason
+    if config.rule != "none" and word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
         return "positive_is_negative"
     return None
+
+
+def kind_reason(kind: str, probs: list[float], config: FilterConfig, mined: bool = False) -> str | None:
+    """Why one parsed response of ``kind`` fails the filter's checks of its kind alone (the pair's overlap aside),
+    or None: a positive must be judged entailment; a negative contradiction (a mined one is not asked to: a corpus
+    sentence, not an edit) and, mined or not, never entailment (a false negative)."""
+    if config.rule == "none":
+        return None
+    if kind == "positive":
+        if config.rule == "argmax":
+            entailed = judged(probs, POSITIVE, config.margin)[0]
+        else:
+            entailed = probs[POSITIVE] >= config.min_entailment
+        return None if entailed else "positive_not_entailed"
+    if not mined:
+        if config.rule == "argmax":
+            contradiction = judged(probs, NEGATIVE, config.margin)[0]
+        else:
+            contradiction = probs[NEGATIVE] >= config.min_contradiction
+        if not contradiction:
+            return f"{kind}_not_contradiction"
+    if judged(probs, POSITIVE)[0]:
+        return f"{kind}_entailed"
+    return None
+
+
+def chosen_candidate(kind: str, candidates: list[dict], config: FilterConfig) -> dict:
+    """Of one anchor's candidates of ``kind`` (each its record fields, ``kind`` prefixed), the one synthesis keeps:
+    of those parsed and passing :func:`kind_reason`, the hardest by the difficulty term r2 (the reward where the
+    reward has no r2), the first of equals; none passing: the first candidate (its reason becomes the record's).
+    The record also says how many passed (``KIND_passing``) and holds the others (``KIND_others``)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    passing = [c for c in candidates if c[kind] is not None and kind_reason(kind, c[f"{kind}_probs"], config) is None]
+    difficulty = f"{kind}_r2" if f"{kind}_r2" in candidates[0] else f"{kind}_reward"
+    best = max(passing, key=lambda c: -math.inf if c[difficulty] is None else c[difficulty], default=candidates[0])
+    prefix = f"{kind}_"
+    others = [
+        {"sentence" if key == kind else key.removeprefix(prefix): value for key, value in c.items()}
+        for c in candidates
+        if c is not best
+    ]
+    return best | {f"{kind}_passing": len(passing), f"{kind}_others": others}

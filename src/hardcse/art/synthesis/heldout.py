@@ -4,6 +4,11 @@ anchor measures, each side's mean with a 95% bootstrap interval over anchors and
 Per anchor (its positive and its negative together):
     reward          mean reward of the two responses (a rejected one counts as invalid_penalty)
     parse_failure   share of the two responses the parser rejected
+    synthetic_accuracy  the paper's Table 4 accuracy: the mean of synthetic_accuracy_positive and _negative, each 1
+                    when the independent judge labels the KIND as asked (entailment for the positive, contradiction
+                    for the negative) and 0 when it does not or the parser rejected it; undefined without a judge
+    kept            1 when the triplet passed the run's filter (its drop_reason is null), else 0; undefined for
+                    records no filter saw
     judged_correct  share of the parsed responses the independent judge labels as asked (entailment for the
                     positive, contradiction for the negative); undefined when none parsed or no judge
     positive_cosine, negative_cosine   cos(anchor, response) by one fixed encoder; undefined when rejected
@@ -27,6 +32,7 @@ discriminator's blind spots, not the task.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import warnings
 from collections.abc import Sequence
@@ -52,6 +58,8 @@ from hardcse.stats import Interval, paired_bootstrap
 def measures(terms: Sequence[str] = DUAL_KEYS) -> list[str]:
     """The measures' names in table order, for a reward of ``terms``."""
     return [
+        *SYNTHETIC_ACCURACY,
+        "kept",
         "reward",
         "parse_failure",
         "reward_parsed",
@@ -64,7 +72,9 @@ def measures(terms: Sequence[str] = DUAL_KEYS) -> list[str]:
     ]
 
 
-# issue 41: correctness per kind, the difficulty of correct answers, and the shortcuts
+# the paper's Table 4: the judge's accuracy of the generated positives and negatives, a rejected answer wrong
+SYNTHETIC_ACCURACY = ("synthetic_accuracy", "synthetic_accuracy_positive", "synthetic_accuracy_negative")
+# correctness per kind, the difficulty of correct answers, and the shortcuts
 SHORTCUTS = ("positive_deletion", "negative_added_negation", "positive_leak", "negative_leak")  # shortcut_flags'
 SHORTCUT_AND_DIFFICULTY = (
     "positive_judged",
@@ -105,6 +115,10 @@ def per_anchor(
         kind_judged = np.where(parsed[:, k] & (judge is not None), correct[:, k], np.nan)
         out[f"{kind}_judged"] = kind_judged
         out[f"{kind}_cosine_judged"] = np.where(kind_judged == 1, cosine, np.nan)
+        out[f"synthetic_accuracy_{kind}"] = correct[:, k] if judge is not None else np.full(n, np.nan)
+    out["synthetic_accuracy"] = (out["synthetic_accuracy_positive"] + out["synthetic_accuracy_negative"]) / 2
+    # undefined for records no filter saw (no drop_reason)
+    out["kept"] = np.array([float(r["drop_reason"] is None) if "drop_reason" in r else np.nan for r in records])
     flags = shortcut_flags(records, generator)  # the leaks undefined without the prompts' demonstrations
     out |= {name: flags.get(name, np.full(n, np.nan)) for name in SHORTCUTS}
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -182,8 +196,13 @@ def compare_markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-# the held-out measures a report's first line gives (heldout.json keys): what RL optimises, and its meaning part
-EFFECT_MEASURES = {"reward": "reward", "p_target_parsed": "the discriminator's P(target) of parsed answers"}
+# the held-out measures a report's first line gives (heldout.json keys): the data's accuracy by the judge (the
+# paper's Table 4), what RL optimises, and its meaning part
+EFFECT_MEASURES = {
+    "synthetic_accuracy": "synthetic accuracy (by the judge)",
+    "reward": "reward",
+    "p_target_parsed": "the discriminator's P(target) of parsed answers",
+}
 
 
 def effect_line(config: dict, compared: list[tuple[str, dict]]) -> str:
@@ -199,14 +218,20 @@ def effect_line(config: dict, compared: list[tuple[str, dict]]) -> str:
             return "**What RL did**: not measured: the held-out comparison is off (`heldout_anchors: 0`)."
         return "**What RL did**: not measured yet: no round has compared the raw and the tuned generator."
     name, heldout = compared[-1]
-    differences = {key: (heldout.get(key) or {}).get("difference") for key in EFFECT_MEASURES}
-    said = [
-        f"{label} {verdict(Interval(**differences[key]), 3)}"
-        if differences[key] and math.isfinite(differences[key]["estimate"])
-        else f"{label} not measured (no parsed answers to compare)"
-        for key, label in EFFECT_MEASURES.items()
-        if key in heldout
-    ]
+
+    def part(key: str, label: str) -> str:
+        measured = heldout.get(key) or {}
+        difference = measured.get("difference")
+        if key == "synthetic_accuracy" and not measured:
+            return f"{label} not measured (no `judge`)"
+        if not difference or not math.isfinite(difference["estimate"]):
+            return f"{label} not measured (no parsed answers to compare)"
+        if key != "synthetic_accuracy":
+            return f"{label} {verdict(Interval(**difference), 3)}"
+        sides = f"{measured['tuned']['estimate']:.3f} tuned against {measured['raw']['estimate']:.3f} untuned"
+        return f"{label} {sides}, {verdict(Interval(**difference), 3)}"
+
+    said = [part(key, label) for key, label in EFFECT_MEASURES.items() if key in heldout]
     return (
         f"**What RL did** ({name}: the tuned against the raw generator on {heldout['anchors']} held-out anchors, "
         f"95% intervals): {'; '.join(said)}."
@@ -233,7 +258,8 @@ def held_out_comparison(
     generation = config.generator
     if config.synthesis_temperature is not None:
         generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
-    records = {}
+    one_each = dataclasses.replace(config.filter, candidates=1)  # the generators' own answers, not a best of k
+    records, per_minute = {}, {}
     for side, source in (("raw", config.generator.model), ("tuned", tuned_generator)):
         # the raw generator's texts are the same every round and run: generated once, then read from the cache
         synthesize(
@@ -241,15 +267,20 @@ def held_out_comparison(
             anchors,
             generation,
             reward,
-            config.filter,
+            one_each,
             work_dir / side,
             engine=engine,
             cache_generations=side == "raw" or config.reuse,
         )
         records[side] = read_jsonl(work_dir / side / "synthetic.jsonl")
+        report = json.loads((work_dir / side / "synthesis.json").read_text())
+        # kept triplets a minute of generation, scoring and filtering; not a speed where texts came from the cache
+        timed = report["seconds"] > 0 and not report["cached_batches"]
+        per_minute[side] = round(report["kept"] / report["seconds"] * 60, 1) if timed else None
     judge = NLIDiscriminator.load(config.judge, device=config.device) if config.judge else None
     cosine_encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     terms = [t.name for t in reward.terms]
     result = compare(records["raw"], records["tuned"], judge, cosine_encoder, terms, config.generator, engine)
     sources = {"raw_generator": config.generator.model, "tuned_generator": tuned_generator}
-    return result | {"judge": config.judge, "cosine_encoder": config.encoder, **sources}
+    extra = {"judge": config.judge, "cosine_encoder": config.encoder, "kept_per_minute": per_minute}
+    return result | extra | sources

@@ -28,7 +28,7 @@ from hardcse.art.generator.sampling import row_seed
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.generator.texts import TextGenerator
 from hardcse.art.reward.dual import Reward, RewardParts
-from hardcse.art.synthesis.filter import drop_reason
+from hardcse.art.synthesis.filter import chosen_candidate, drop_reason
 from hardcse.art.synthesis.mining import mine_negatives
 from hardcse.atomic import write_text_atomic
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig
@@ -46,6 +46,7 @@ class SynthesisReport:
     tokens_per_second: float | None  # None where a batch's texts came from the cache: that stage wrote no token
     drop_reasons: dict[str, int]
     cached_batches: int = 0
+    candidates: int = 1  # responses written per anchor and kind (filter.candidates)
 
     def to_dict(self) -> dict:
         speed = None if self.tokens_per_second is None else round(self.tokens_per_second, 1)
@@ -56,6 +57,7 @@ class SynthesisReport:
             "seconds": round(self.seconds, 1),
             "tokens_per_second": speed,
             "cached_batches": self.cached_batches,
+            "candidates": self.candidates,
             "drop_reasons": self.drop_reasons,
         }
 
@@ -84,7 +86,9 @@ def synthesize(
     default) is dropped too, with reason ``eval_exact`` / ``eval_near`` and the match in its record. ``engine``:
     where the generator runs (hardcse/engines.py, default :meth:`Engine.from_environment`; OpenVINO samples one
     stream per batch, see module doc);
-    ``cache_generations``: reuse the texts of an identical earlier generation (hardcse/art/generator/texts.py)."""
+    ``cache_generations``: reuse the texts of an identical earlier generation (hardcse/art/generator/texts.py).
+    ``filter_config.candidates`` k > 1: k responses per anchor and kind, the hardest that passes kept
+    (hardcse/art/synthesis/filter.py); the record keeps the others."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     generator = TextGenerator(
@@ -94,8 +98,9 @@ def synthesize(
     written_kinds = ("positive",) if mine_from is not None and not both_negatives else ("positive", "negative")
     tokens = cached_batches = 0
     start = time.perf_counter()
+    n_candidates = filter_config.candidates  # responses per anchor and kind (best of k; 1: the paper's one)
     rows = generation.openvino_batch_size if generator.engine == "openvino" else generation.batch_size
-    per_batch = max(1, rows // len(written_kinds))
+    per_batch = max(1, rows // (len(written_kinds) * n_candidates))
     # anchors by length, so a batch pads little; records are written back in the anchors' order
     order = sorted(range(len(anchors)), key=lambda i: len(anchors[i]))
     batches = [order[i : i + per_batch] for i in range(0, len(anchors), per_batch)]
@@ -104,11 +109,18 @@ def synthesize(
     # merged file is the one-process file (module doc: PyTorch byte for byte)
     for rows in tqdm([batches[k] for k in rank_share(len(batches))], desc="generate", unit="batch"):
         batch = [anchors[r] for r in rows]
-        kinds = [kind for kind in written_kinds for _ in batch]
-        pair_anchors = batch * len(written_kinds)
+        # rows in (kind, candidate, anchor) order: response (i, c, j) is row (i * n_candidates + c) * len(batch) + j
+        kinds = [kind for kind in written_kinds for _ in range(n_candidates) for _ in batch]
+        pair_anchors = batch * (len(written_kinds) * n_candidates)
         prompts = render_prompts(tokenizer, pair_anchors, kinds, generation)
-        # each (anchor, kind) draws from its own stream: the text does not depend on the batching (module doc)
-        seeds = [row_seed(generation.seed, kind, anchor) for kind, anchor in zip(kinds, pair_anchors, strict=True)]
+        # each (anchor, kind, candidate) draws from its own stream: the text does not depend on the batching (module
+        # doc); candidate 0 keeps the one-candidate stream, so k = 1 writes what it always wrote
+        seeds = [
+            row_seed(generation.seed, kind, anchor, *([str(c)] if c else []))
+            for kind in written_kinds
+            for c in range(n_candidates)
+            for anchor in batch
+        ]
         limits = token_limits(tokenizer, pair_anchors, generation)
         samples = generator.generate(prompts, groups=kinds, row_seeds=seeds, limits=limits)
         tokens += samples.tokens
@@ -120,8 +132,10 @@ def synthesize(
         parts = reward(pair_anchors, parsed, kinds)
         for j, anchor in enumerate(batch):
             record: dict = {"anchor": anchor}
-            for k, kind in enumerate(written_kinds):
-                record |= _scored(kind, samples.texts[k * len(batch) + j], parsed, parts, k * len(batch) + j)
+            for i, kind in enumerate(written_kinds):
+                at = [(i * n_candidates + c) * len(batch) + j for c in range(n_candidates)]
+                scored = [_scored(kind, samples.texts[row], parsed, parts, row) for row in at]
+                record |= chosen_candidate(kind, scored, filter_config)
             by_position[rows[j]] = record
     shares = gather_objects((by_position, tokens, cached_batches))  # every rank's records (one process: its own)
     by_position = {position: record for share, _, _ in shares for position, record in share.items()}
@@ -149,6 +163,7 @@ def synthesize(
             tokens_per_second=(tokens / seconds if seconds else 0.0) if not cached_batches else None,
             drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
             cached_batches=cached_batches,
+            candidates=n_candidates,
         )
         write_text_atomic(out_dir / "synthesis.json", json.dumps(report.to_dict(), indent=2))
         return report
