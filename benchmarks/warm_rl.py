@@ -93,7 +93,7 @@ def main() -> None:
             generator=dataclasses.replace(
                 config.generator, model=str(warm_dir), few_shot=[], seed=seed, lora_target_modules=ALL_PROJECTIONS
             ),
-            rl=dataclasses.replace(config.rl, seed=seed),
+            rl=dataclasses.replace(config.rl, seed=seed, reference=str(warm_dir)),  # the KL keeps near the warm start
             reuse=False,
         )
         rl_minutes = None  # tuned by an earlier, interrupted call of this script: its time not known here
@@ -165,7 +165,8 @@ def page(p: dict) -> list[str]:
     lines = [
         f"{p['anchors']} held-out corpus anchors, RL seeds {p['seeds']} (each also the two sides' sampling seed), "
         f"{rl['algorithm']} {rl['steps']} steps of {rl['batch_size']} rollouts, lr {rl['learning_rate']}, from the "
-        f"warm start of {p['warm_start']['config']['steps']} steps (benchmarks/results/warm_start.md's). cpu-full's "
+        f"warm start of {p['warm_start']['config']['steps']} steps (benchmarks/results/warm_start.md's), the KL's "
+        "reference the warm-started generator (rl.reference). cpu-full's "
         "synthesis settings and the paper's argmax filter by the run's own discriminator (the quickstart's size); "
         "the judge trained on every pair of its own third. Intervals: over seeds (t) and anchors, 95%.",
         "",

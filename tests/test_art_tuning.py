@@ -1,5 +1,6 @@
 """art tune, resume, generate and judge, end to end on tiny random models."""
 
+import dataclasses
 import json
 import re
 
@@ -120,6 +121,38 @@ def test_synthesis_text_does_not_depend_on_batch_size_or_order(tiny_lm_dir, tiny
     assert written(16, anchors[3:6]) == {a: one[a] for a in anchors[3:6]}  # a shard of the anchors
     assert any(p != n for p, n in one.values())  # positive and negative draw from different streams
     assert written(16, anchors, seed=8) != one  # and the seed matters
+
+
+def test_the_kl_reference_is_a_generator_folders_adapter_when_asked(tiny_tune_overrides, tmp_path):
+    """rl.reference: a generator folder (the warm start): RL tuning on from that folder starts at KL exactly 0 (the
+    reference forwards are the policy's own sums), where the paper's reference, the adapter disabled, is not; an
+    adapter of another shape is refused by name."""
+    start = tune_generator(
+        load_config(TuneConfig, overrides=[*tiny_tune_overrides, "rl.steps=2", "rl.learning_rate=0.05"]),
+        tmp_path / "w-start",
+        tmp_path / "start",
+    )
+
+    def first_kl(reference: str, *more: str) -> float:
+        overrides = [*tiny_tune_overrides, f"generator.model={start}", "rl.steps=1", f"rl.reference={reference}"]
+        name = reference.replace("/", "_")
+        out = tune_generator(load_config(TuneConfig, overrides=[*overrides, *more]), tmp_path / f"w{name}",
+                             tmp_path / f"g{name}")  # fmt: skip
+        return read_jsonl(out / "rl_log.jsonl")[0]["kl"]
+
+    assert first_kl(str(start)) == 0.0
+    assert first_kl("base") > 0 and first_kl("auto") == first_kl("base")  # auto outside a warm-started run: base
+    other = tune_generator(
+        load_config(TuneConfig, overrides=[*tiny_tune_overrides, "rl.steps=1", "generator.lora_r=4"]),
+        tmp_path / "w-other",
+        tmp_path / "other",
+    )
+    fresh = load_config(TuneConfig, overrides=[*tiny_tune_overrides, "rl.steps=1", f"rl.reference={other}"])
+    with pytest.raises(HardcseError, match="rl.reference: .* is not shaped as the policy's"):
+        tune_generator(fresh, tmp_path / "w-refused", tmp_path / "refused")
+    not_a_generator = dataclasses.replace(fresh, rl=dataclasses.replace(fresh.rl, reference=str(tmp_path)))
+    with pytest.raises(HardcseError, match="rl.reference: .* is not a generator folder"):
+        tune_generator(not_a_generator, tmp_path / "w-none", tmp_path / "none")
 
 
 def test_best_of_k_synthesis_writes_k_candidates_and_keeps_candidate_zero_as_the_one(

@@ -127,7 +127,7 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
 
     script = """
         from hardcse.cli import main
-        raise SystemExit(main(["prepare"]))
+        raise SystemExit(main(["prepare", "--no-training"]))
     """
     # HARDCSE_ENGINE: auto (run_together pins torch), so that prepare exports for OpenVINO as a user's would
     outputs = run_together(script, {"HARDCSE_CACHE": str(tmp_path), "HARDCSE_ENGINE": "auto"})
@@ -162,7 +162,7 @@ def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_exp
     monkeypatch.setenv("HARDCSE_ENGINE", "auto")
     assert "read_from" in starting_scores(demo, Engine.resolve(demo.engine))
     capsys.readouterr()
-    assert main(["prepare"]) == 0  # prepared already: nothing to do
+    assert main(["prepare", "--no-training"]) == 0  # prepared already: nothing to do
     assert f"{resources.BUNDLED_ENCODER} read back from {tmp_path / 'eval'}" in capsys.readouterr().out
     model, tokenizer = AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
     ids = tokenizer.apply_chat_template(
@@ -183,7 +183,7 @@ def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(
     monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
     evaluated = []  # the encoder's evaluation, as the quickstart's round 0 asks for it (its engine: torch here)
     monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: evaluated.append((source, kw)) or {"avg7": 78.9})
-    assert main(["prepare"]) == 0
+    assert main(["prepare", "--no-training"]) == 0
     out = capsys.readouterr().out
     assert f"{resources.BUNDLED_GENERATOR} as a float checkpoint: {tmp_path / 'checkpoint'}" in out
     assert "no OpenVINO export (runs here generate in PyTorch: HARDCSE_ENGINE=torch)" in out
@@ -193,7 +193,7 @@ def test_prepare_converts_but_does_not_export_where_runs_would_not_use_openvino(
     assert f"{resources.BUNDLED_ENCODER} evaluated as a run's round 0 reads it: avg7 78.90" in out
     kept = {"avg7": 78.9, "read_from": str(tmp_path / "eval" / "scores.json")}  # prepared before: read back
     monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: kept)
-    assert main(["prepare"]) == 0
+    assert main(["prepare", "--no-training"]) == 0
     read_back = f"{resources.BUNDLED_ENCODER} read back from {kept['read_from']} as a run's round 0 reads it"
     assert f"{read_back}: avg7 78.90" in capsys.readouterr().out
 
@@ -309,6 +309,21 @@ def test_the_tuned_generator_key_follows_processes_engines_precision_and_the_ter
     helper_changed = key()
     (tmp_path / "terms.py").write_text((tmp_path / "terms.py").read_text() + "# edited\n")
     assert key() != helper_changed
+    # the KL's reference: auto outside a warm-started run is base; a folder by its files, not its path
+    edited = key()
+
+    def with_reference(reference: str) -> str:
+        config = load_config(TuneConfig, overrides=[*overrides, "rl.rollout_engine=torch", f"rl.reference={reference}"])
+        return tuned_cache._family(config, torch_engine).name
+
+    assert with_reference("auto") == with_reference("base") == edited
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "adapter_model.safetensors").write_bytes(b"weights")
+    folder = with_reference(str(tmp_path / "a"))
+    assert folder != edited and with_reference(str(tmp_path / "b")) == folder  # a copy: the same reference
+    (tmp_path / "b" / "adapter_model.safetensors").write_bytes(b"other weights")
+    assert with_reference(str(tmp_path / "b")) != folder
 
 
 def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, monkeypatch):
@@ -573,3 +588,36 @@ def test_an_evaluation_of_a_folder_that_loads_hardcses_own_modules_follows_all_o
         for folder in (plain, prefixed):
             results.cached_eval(str(folder), engine=Engine("torch", "float32"), tasks=["STS-B-dev"])
     assert evaluated == [str(plain), str(prefixed), str(prefixed)]  # the plain folder's scores were read back
+
+
+def test_prepare_trains_what_the_quickstart_would_train_first_with_its_own_configs(tmp_path, monkeypatch, capsys):
+    """Where the quickstart trains its discriminator and judge and warm-starts its generator, `hardcse prepare`
+    asks the same kept trainings with the same configs, so the run copies them (their keys: tests above and
+    tests/test_warm_start.py); --no-training asks none."""
+    from hardcse import resources
+    from hardcse.art import run as art_run
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.rl import warm_start
+    from hardcse.cli import main
+    from hardcse.config import load_config
+    from hardcse.discriminator import kept
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path))
+    monkeypatch.setenv("HARDCSE_ENGINE", "torch")
+    monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
+    monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: {"avg7": 78.9})
+    asked = []
+    monkeypatch.setattr(kept, "train_or_copy", lambda config, out: asked.append(("nli", config)))
+    monkeypatch.setattr(warm_start, "warm_started", lambda *args: asked.append(("warm", args[:3])))
+    demo = load_config(ArtRunConfig, "quickstart", ["judge=train", "warm_start.steps=3"])
+    monkeypatch.setattr("hardcse.config.load_config", lambda cls, name, *a: demo if name == "quickstart" else None)
+    assert main(["prepare"]) == 0
+    assert asked == [
+        ("nli", demo.discriminator_training),
+        ("nli", demo.judge_training),
+        ("warm", (demo.warm_start, demo.generator, demo.decontamination)),
+    ]
+    out = capsys.readouterr().out
+    assert "the quickstart's discriminator: " in out and "the quickstart's warm start: " in out
+    asked.clear()
+    assert main(["prepare", "--no-training"]) == 0 and asked == []

@@ -133,7 +133,12 @@ class RLConfig(Checked):
     # prompts a step, positive and negative alternating
     group_size: int = 4
     grpo_beta: float = 0.04
-    kl_coef: float = 0.2  # beta: per-token KL penalty against the adapter-free reference
+    kl_coef: float = 0.2  # beta: per-token KL penalty against the reference
+    # The reference policy of the KL penalty: "base", the LM with the adapter disabled (the paper's, as TRL does with
+    # PEFT); a generator folder (base + LoRA adapter, the same base and adapter shape as the policy), that adapter;
+    # "auto": the run's warm-started generator where it has one (RL then stays near what the warm start taught, as
+    # RLHF keeps near its SFT model), else "base"
+    reference: str = "auto"
     adaptive_kl: bool = True
     kl_target: float = 0.1
     kl_horizon: int = 10000

@@ -10,7 +10,10 @@ OpenVINO (``auto`` on a CPU with OpenVINO installed, not under ``HARDCSE_ENGINE=
 weights (``generator.openvino_weights: int8`` exports on first use).
 
 It also evaluates the bundled encoder as the quickstart's round 0 does (its tasks, pooling, device and engine), into
-the evaluation cache a run reads (:func:`hardcse.art.run.starting_scores`).
+the evaluation cache a run reads (:func:`hardcse.art.run.starting_scores`), and trains what the quickstart would
+train first (its discriminator and judge where they are ``train``, its warm start where it has one) into the caches
+a run copies them from (hardcse/discriminator/kept.py, hardcse/art/rl/warm_start.py): the same functions and
+configs, so the same keys. ``--no-training`` leaves those to the first run.
 
 When a run still converts: the keys hold hardcse's code, the libraries' versions and the CPU with torch's thread
 count, so after an upgrade, under another ``OMP_NUM_THREADS`` or under a launcher (one thread a process) the first
@@ -29,7 +32,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(make install does)",
         description="Convert the bundled SmolLM2 GGUF into a float checkpoint and, where runs generate in OpenVINO, "
         "export it, and evaluate the bundled encoder as the quickstart's round 0 does, into the cache "
-        "($HARDCSE_CACHE, else ~/.cache/hardcse), so that a first run does not. Done already: nothing to do.",
+        "($HARDCSE_CACHE, else ~/.cache/hardcse), so that a first run does not; then train the quickstart's NLI "
+        "models and warm start into the caches it copies them from. Done already: nothing to do.",
+    )
+    p.add_argument(
+        "--no-training",
+        action="store_true",
+        help="convert, export and evaluate only: the quickstart's first run trains its NLI models and warm start",
     )
     p.set_defaults(func=run)
 
@@ -63,5 +72,34 @@ def run(args: argparse.Namespace) -> None:
     record = starting_scores(demo, engine)
     done = f"read back from {record['read_from']}" if "read_from" in record else "evaluated"
     print(f"{demo.encoder} {done} as a run's round 0 reads it: avg7 {record['avg7']:.2f}")
+    if not args.no_training:
+        for line in _train_what_the_quickstart_trains(demo):
+            print(line)
     print(f"{size_line()} (to bound it: `hardcse cache prune --help`)")
     print(f"prepared in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+def _train_what_the_quickstart_trains(demo) -> list[str]:  # noqa: ANN001 (an ArtRunConfig; imported lazily)
+    """The quickstart's NLI models and warm start, each trained into its cache (or found there), in a temporary
+    folder that is then removed: the run copies them from the cache. A line for each."""
+    import tempfile
+    from pathlib import Path
+
+    from hardcse.art.config import TRAIN_IN_RUN
+    from hardcse.art.rl.warm_start import warm_start_entry, warm_started
+    from hardcse.discriminator.kept import kept_discriminator_dir, train_or_copy
+    from hardcse.discriminator.train import nli_training_pairs
+
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="hardcse-prepare-") as work:
+        for role in ("discriminator", "judge"):
+            if getattr(demo, role) == TRAIN_IN_RUN:
+                training = getattr(demo, f"{role}_training")
+                train_or_copy(training, Path(work) / role)
+                entry = kept_discriminator_dir(training, nli_training_pairs(training))
+                lines.append(f"the quickstart's {role}: {entry}")
+        if demo.warm_start.enabled:
+            warm_started(demo.warm_start, demo.generator, demo.decontamination, Path(work) / "warm_start")
+            entry = warm_start_entry(demo.warm_start, demo.generator, demo.decontamination)[0]
+            lines.append(f"the quickstart's warm start: {entry}")
+    return lines

@@ -1,30 +1,31 @@
 """ART's RL update as one loop, read top to bottom (the shape of CleanRL's ``ppo.py``).
 
-:meth:`RLTrainer.step`: sample one response per row -> score it -> log pi_old (and V_old) and log pi_ref ->
+:meth:`RLTrainer.step`: sample one response per row -> score it -> log pi_ref, then log pi_old (and V_old) ->
 advantages -> K epochs of minibatch losses, each followed by ``optimizer.step()``. The maths, and all that differs
 between PPO and GRPO, is in :mod:`hardcse.art.rl.algorithms`: a value head or none, the advantages, the losses and
 the numbers logged after the update. The caller lays out the rows (hardcse/art/rl/tuning.py ``step_prompts``: GRPO
 writes each prompt G times, group after group, ``RLConfig.rows_per_prompt``); the minibatches keep a group's rows
 together.
 
-The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled. Every forward runs
-in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one policy (in
-bfloat16 on a CPU the trainer's forwards attend eagerly, sampling by SDPA: the same maths, rounded apart). log pi_old
-comes from the forwards of the first epoch's minibatches, whoever sampled the rows (the policy, or OpenVINO:
-:mod:`hardcse.art.rl.rollouts`). Which numbers are exact: the first update differentiates the very forward that gave
-its minibatch's log pi_old, so its ratio pi / pi_old is exactly 1 by construction, in any precision. Every later
-minibatch computes log pi again. Over the rows and shapes pi_old's forward took (the first epoch's other
-minibatches, their prompt prefixes computed afresh; GRPO's whole groups in every epoch) a machine runs the same sums
-and in practice gives the same bits, though nothing guarantees it. Over other rows (PPO's later epochs) the ratio
-before an update is 1 to rounding only, since kernels block their sums by the batch's shape and the CPU's
-instruction set (float32: about 1e-8 nats on the tiny test model; bfloat16: up to 0.49 nats,
-benchmarks/results/old_logprob_batches.md). log pi_ref comes from the same
-forwards as log pi_old with the adapter disabled, so KL_t is exactly 0 where the policy is the reference.
-log pi_old's forwards compute a minibatch's prompt prefixes once a step where minibatches repeat them (PPO's two
-kinds), as do log pi_ref's. Only the generated positions go through the LM head. Under several processes each rank
-samples and optimises its own rollouts and every update averages the gradients. With ``rl.gradient_checkpointing``
-the forwards that build a graph run the decoder in train mode (dropout is off, so the numbers are eval mode's),
-which is when transformers checkpoints its layers.
+The policy is the LM with a LoRA adapter, the reference the same LM with the adapter disabled (``rl.reference:
+base``) or with the adapter of a generator folder (the warm start: :meth:`RLTrainer.reference_policy`). Every
+forward runs in eval mode with dropout off (TRL does the same), so sampling in PyTorch and training compute one
+policy (in bfloat16 on a CPU the trainer's forwards attend eagerly, sampling by SDPA: the same maths, rounded
+apart). log pi_old comes from the forwards of the first epoch's minibatches, whoever sampled the rows (the policy,
+or OpenVINO: :mod:`hardcse.art.rl.rollouts`). Which numbers are exact: the first update differentiates the very
+forward that gave its minibatch's log pi_old, so its ratio pi / pi_old is exactly 1 by construction, in any
+precision. Every later minibatch computes log pi again. Over the rows and shapes pi_old's forward took (the first
+epoch's other minibatches, their prompt prefixes computed afresh; GRPO's whole groups in every epoch) a machine runs
+the same sums and in practice gives the same bits, though nothing guarantees it. Over other rows (PPO's later
+epochs) the ratio before an update is 1 to rounding only, since kernels block their sums by the batch's shape and
+the CPU's instruction set (float32: about 1e-8 nats on the tiny test model; bfloat16: up to 0.49 nats,
+benchmarks/results/old_logprob_batches.md). log pi_ref comes from the same forwards as log pi_old with the
+reference's weights, so KL_t is exactly 0 where the policy is the reference. log pi_old's forwards compute a
+minibatch's prompt prefixes once a step where minibatches repeat them (PPO's two kinds), as do log pi_ref's. Only
+the generated positions go through the LM head. Under several processes each rank samples and optimises its own
+rollouts and every update averages the gradients. With ``rl.gradient_checkpointing`` the forwards that build a graph
+run the decoder in train mode (dropout is off, so the numbers are eval mode's), which is when transformers
+checkpoints its layers.
 """
 
 from __future__ import annotations
@@ -93,8 +94,11 @@ class RLTrainer:
         generation: GeneratorConfig,
         config: RLConfig,
         sampler: Sampler | None = None,
+        reference_adapter: dict[str, torch.Tensor] | None = None,
     ) -> None:
         self.model, self.tokenizer, self.generation, self.config = model, tokenizer, generation, config
+        # the KL's reference: these adapter weights (a state dict as PEFT saves it), or None: the adapter disabled
+        self.reference_adapter = reference_adapter
         self.sample = sampler or rollout_sampler("torch", model, tokenizer, generation)
         hidden_size = model.get_base_model().config.hidden_size
         self.algorithm = ALGORITHMS[config.algorithm](config, hidden_size, model.device)
@@ -125,15 +129,17 @@ class RLTrainer:
             scores, reward_stats = score(samples.texts, samples.truncated)
         partitions = self.minibatches(len(samples.texts))  # each epoch's minibatches (rows), seeded by the step
 
-        # 2. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows: the ratio
+        # 2. log pi_ref: the forwards of step 3 under the reference (the adapter disabled, or the reference's
+        # weights in it); first, since a reference adapter is copied into the policy's weights and back, which must
+        # happen before step 3 keeps a graph over them
+        with self.timer(timings, "reference"):
+            ref_logprobs = self.reference_logprobs(samples, partitions[0])
+        # 3. log pi_old (and V_old) by the forward the first epoch's updates run, over the same rows: the ratio
         # pi / pi_old starts at exactly 1. The first minibatch's outputs keep their graph for step 5. Not one forward
         # over all rows: in bfloat16 other rows around a row move its log-probs by 0.04 nats on average (up to 0.5;
         # benchmarks/results/old_logprob_batches.md), noise in the ratio that the policy did not make.
         with self.timer(timings, "policy_forward"):
             old_logprobs, old_values, first_outputs = self.old_policy(samples, partitions[0])
-        # 3. log pi_ref: the same forwards with the adapter disabled
-        with self.timer(timings, "reference"):
-            ref_logprobs = self.reference_logprobs(samples, partitions[0])
         scores_t = torch.as_tensor(np.asarray(scores, dtype=np.float32), device=samples.response_mask.device)
         rollout = Rollout(samples, scores_t, old_logprobs, old_values, ref_logprobs)
 
@@ -263,10 +269,28 @@ class RLTrainer:
         where the policy is the reference, KL_t is exactly 0 (one forward over all rows rounds otherwise in
         bfloat16, step 2). Minibatches that continue the same prefixes share their cache."""
         logprobs, prefixes = torch.zeros_like(samples.response_mask), {}
-        with self.model.disable_adapter():
+        with self.reference_policy():
             for rows in minibatches:
                 logprobs[rows] = self.forward(samples.select(rows), prefixes)[0]
         return logprobs
+
+    @contextmanager
+    def reference_policy(self) -> Iterator[None]:
+        """The model as the reference policy for the block: the adapter disabled, or the reference adapter's
+        weights copied into the policy's adapter and the policy's own copied back after (in place: the optimizer
+        keeps its parameters). Where the policy's weights are the reference's, the forwards are the same sums."""
+        if self.reference_adapter is None:
+            with self.model.disable_adapter():
+                yield
+            return
+        from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+        own = {name: value.detach().clone() for name, value in get_peft_model_state_dict(self.model).items()}
+        set_peft_model_state_dict(self.model, self.reference_adapter)
+        try:
+            yield
+        finally:
+            set_peft_model_state_dict(self.model, own)
 
     def minibatches(self, n: int) -> list[list[torch.Tensor]]:
         """The row partition of each optimisation epoch of this step, drawn before the step counts itself (seed +

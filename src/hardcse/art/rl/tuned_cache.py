@@ -115,10 +115,14 @@ def _keyed_family(config: TuneConfig, engine: Engine) -> tuple[Path, dict]:
         settings.pop(key)
     settings["rl"].pop("steps")  # in the entry's name: a shorter tuning is a prefix of a longer one
     settings["generator"]["model"] = None  # its files below: a copied generator folder is the same generator
+    reference = config.rl.reference  # base (auto outside a warm-started run is base), or a folder: its files below
+    settings["rl"]["reference"] = "base" if reference in ("base", "auto") else "folder"
     # who samples, not the word chosen: auto is torch or openvino by the engine and the machine
     settings["rl"]["rollout_engine"] = resolve_rollout_engine(config.rl.rollout_engine, config.generator, engine)
     digest.update(json.dumps(settings, sort_keys=True).encode())
     source_digest(config.generator.model, digest)
+    if reference not in ("base", "auto"):
+        files_digest(Path(reference), digest)
     files_digest(resolve_model(config.encoder), digest)
     files_digest(resolve_model(config.discriminator), digest)
     for term in config.reward.terms:

@@ -87,7 +87,8 @@ def tune_generator(
     source = str(checkpoint) if resuming else config.generator.model
     model, tokenizer = load_generator(source, config.generator, trainable=True)
     sampler = rollout_sampler(rollouts, model, tokenizer, config.generator, base_model_source(source))
-    trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler)
+    reference = reference_adapter(config.rl.reference, model)
+    trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler, reference)
     if resuming:
         trainer.load_state(checkpoint)
     run_on_main(lambda: rl_log.restart(trainer.step_count if resuming else None))
@@ -198,3 +199,24 @@ def check_same_sampler(checkpoint: Path, rollouts: str, choice: str) -> None:
         f"{said}rl.rollout_engine: auto now resolves to {rollouts} (it follows the engine, OpenVINO's install and "
         f"generator.device); resume {RESOLVES_TO[before]}, or start again in a fresh --out"
     )
+
+
+def reference_adapter(reference: str, model) -> dict[str, torch.Tensor] | None:  # noqa: ANN001 (a PeftModel)
+    """``rl.reference``'s adapter weights as PEFT saves them, checked against the policy's adapter; None for
+    "base" and "auto" (auto names the warm start only inside a run: hardcse/art/rl/warm_start.py)."""
+    if reference in ("base", "auto"):
+        return None
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    path = Path(reference) / "adapter_model.safetensors"
+    if not path.is_file():
+        raise HardcseError(f"rl.reference: {reference} is not a generator folder (no adapter_model.safetensors)")
+    weights = load_file(str(path), device=str(model.device))
+    own = get_peft_model_state_dict(model)
+    if {k: tuple(v.shape) for k, v in weights.items()} != {k: tuple(v.shape) for k, v in own.items()}:
+        raise HardcseError(
+            f"rl.reference: {reference}'s adapter is not shaped as the policy's (LoRA r and target modules); give a "
+            "generator of the same generator.lora_* settings, or base"
+        )
+    return {k: v.to(own[k].dtype) for k, v in weights.items()}

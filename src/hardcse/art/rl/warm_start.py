@@ -245,8 +245,8 @@ def check_warm_start(config: TuneConfig) -> None:
 
 def warm_start_stage(folder: RunFolder, config: TuneConfig) -> TuneConfig:
     """With ``warm_start`` on, the ``warm_start`` stage (the warm-started generator, copied from the cache or
-    trained: hardcse/art/rl/warm_start.py) and ``config`` with it as ``generator.model``: RL tunes on from it and
-    it is the raw baseline. Otherwise ``config`` as it is."""
+    trained: hardcse/art/rl/warm_start.py) and ``config`` with it as ``generator.model``: RL tunes on from it, it is
+    the raw baseline, and with ``rl.reference: auto`` the KL's reference. Otherwise ``config`` as it is."""
     if not config.warm_start.enabled:
         return config
     warm = folder.stage(
@@ -254,7 +254,9 @@ def warm_start_stage(folder: RunFolder, config: TuneConfig) -> TuneConfig:
         "warm_start",
         lambda partial: warm_started(config.warm_start, config.generator, config.decontamination, partial),
     )
-    return dataclasses.replace(config, generator=dataclasses.replace(config.generator, model=str(warm)))
+    generator = dataclasses.replace(config.generator, model=str(warm))
+    reference = str(warm) if config.rl.reference == "auto" else config.rl.reference  # RL's KL keeps near it
+    return dataclasses.replace(config, generator=generator, rl=dataclasses.replace(config.rl, reference=reference))
 
 
 def is_kept(path: Path) -> bool:
