@@ -1,0 +1,73 @@
+"""A read of kept triplets, counted: how many a reader who did not make them calls wrong.
+
+    python benchmarks/triplet_read.py [--folder benchmarks/results/warm_start_read] [--name warm_start_read]
+
+FOLDER holds one ``SIDE.jsonl`` per side read, a judgment per kept triplet: ``positive_ok`` (the anchor entails the
+positive), ``negative_ok`` (the negative contradicts the anchor; a generated negative) or
+``negative_false_negative`` (a mined negative that says what the anchor says), ``shortcuts`` (``deletion``: the
+positive is the anchor with words deleted; ``negation``: the negative only adds not / no / never), and a note. The
+reads of 2026-12-02 were made by a separate assistant session (not a human annotator) given the first kept records
+of benchmarks/warm_start.py's work folder (``--out`` of benchmarks/results/warm_start.md) and the definitions above,
+who had not made them. Counting needs no model: any machine gives the same. Writes benchmarks/results/NAME.md and
+NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from record import RESULTS, write_record
+
+
+def counts(rows: list[dict]) -> dict:
+    """The read's tallies: wrong positives, wrong negatives (or false negatives), either, and the shortcuts."""
+    generated = "negative_ok" in rows[0]
+    wrong_positive = sum(not r["positive_ok"] for r in rows)
+    wrong_negative = sum(not r["negative_ok"] if generated else r["negative_false_negative"] for r in rows)
+    either = sum(
+        (not r["positive_ok"]) or (not r["negative_ok"] if generated else r["negative_false_negative"]) for r in rows
+    )
+    shortcuts = [r.get("shortcuts") or ([r["shortcut"]] if r.get("shortcut") else []) for r in rows]
+    return {
+        "read": len(rows),
+        "negatives": "generated" if generated else "mined",
+        "wrong_positive": wrong_positive,
+        "wrong_negative" if generated else "false_negative": wrong_negative,
+        "wrong_triplet": either,
+        "deletion_positive": sum("deletion" in s for s in shortcuts),
+        "negation_negative": sum("negation" in s for s in shortcuts),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", default=str(RESULTS / "warm_start_read"), help="the reads, SIDE.jsonl each")
+    parser.add_argument("--name", default="warm_start_read", help="the record's name in benchmarks/results")
+    args = parser.parse_args()
+    sides = {
+        path.stem: counts([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
+        for path in sorted(Path(args.folder).glob("*.jsonl"))
+    }
+    lines = [
+        "A count of a reader's judgments: any machine gives the same. Each side's first kept triplets, in the work "
+        "folder's order, read by a reader who did not make them (a separate assistant session, not a human "
+        "annotator); the judgments and a note for each are in benchmarks/results/warm_start_read/. Deletion "
+        "positives count near-deletions (an article or a number changed) too.",
+        "",
+        "| side | negatives | read | wrong positive | wrong negative (generated) or false negative (mined) | "
+        "wrong triplet | deletion positives | negation-only negatives |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for side, c in sides.items():
+        negative = c.get("wrong_negative", c.get("false_negative"))
+        lines.append(
+            f"| {side} | {c['negatives']} | {c['read']} | {c['wrong_positive']} | {negative} | {c['wrong_triplet']} | "
+            f"{c['deletion_positive']} | {c['negation_negative']} |"
+        )
+    write_record(args.name, "Kept triplets read by a reader who did not make them", [*lines, ""], {"sides": sides})
+
+
+if __name__ == "__main__":
+    main()
