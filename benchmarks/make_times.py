@@ -81,15 +81,16 @@ def main() -> None:
     if "make_demo_minutes" in result:
         lines.append(
             f"| `hardcse prepare` | {result['prepare_minutes']} | the bundled generator converted and exported, "
-            "and the bundled encoder evaluated, into an empty model cache (`make install` does this) |"
+            "the bundled encoder evaluated, and the quickstart's discriminator and judge trained, into an empty model "
+            "cache (`make install` does this) |"
         )
         lines.append(
             f"| `make demo` | {result['make_demo_minutes']} | the install done, a cache with what it prepared and "
-            "nothing else: one ART round |"
+            "nothing else: one ART round (its discriminator and judge copied) |"
         )
         lines.append(
-            f"| `make demo` again | {result['second_make_demo_minutes']} | the same cache: the discriminator trained "
-            "by the first is copied, the raw generator's held-out texts are read back |"
+            f"| `make demo` again | {result['second_make_demo_minutes']} | the same cache: the raw generator's "
+            "held-out texts, which the first wrote, are read back |"
         )
     name, title = ("make_test_times", "`make test`") if args.skip_demo else ("make_times", "README's two commands")
     about = f", commit {commit[:10]}, alone on the cores."
