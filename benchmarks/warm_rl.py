@@ -27,7 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from record import write_record
-from warm_start import ALL_PROJECTIONS, cell, false_negatives, nli_model, synthesis_settings, warm_generator
+from warm_start import (
+    ALL_PROJECTIONS,
+    cell,
+    false_negatives,
+    graders,
+    nli_model,
+    synthesis_settings,
+    warm_generator,
+)
 
 MEASURES = ("synthetic_accuracy_positive", "synthetic_accuracy_negative", "synthetic_accuracy", "kept")
 
@@ -43,7 +51,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.reward.dual import Reward
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
@@ -51,8 +58,6 @@ def main() -> None:
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
-    from hardcse.encoder.build import load_encoder
     from hardcse.engines import Engine
     from hardcse.stats import seeds_by_items_mean
 
@@ -65,10 +70,7 @@ def main() -> None:
     warm_prompts = dataclasses.replace(synthesis_settings(config, 5), few_shot=[])  # warm_start.py's default seed
     warm_dir = warm_generator(config, warm_prompts, args.steps, work)
     anchors = split_anchors(config.anchors).held_out[: args.anchors]
-    discriminator = load_discriminator(str(discriminator_dir), config.device)
-    judge = NLIDiscriminator.load(str(judge_dir), device=config.device)
-    encoder = load_encoder(config.encoder, config.pooling, device=config.device)
-    reward = Reward(discriminator, encoder, config.reward, engine)
+    discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
     best_of = dataclasses.replace(config.filter, candidates=args.candidates)
 
     def written(source: str, seed: int, folder: Path, filter_config=config.filter) -> tuple[list[dict], float]:

@@ -89,6 +89,19 @@ def warm_generator(config, generation, steps: int, out: Path, name: str = "warm_
     return warm_dir
 
 
+def graders(config, discriminator_dir: Path, judge_dir: Path, engine):
+    """The reward's discriminator, the judge, the starting encoder and the reward they make, as ``config`` places
+    them."""
+    from hardcse.art.reward.dual import Reward
+    from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
+    from hardcse.encoder.build import load_encoder
+
+    discriminator = load_discriminator(str(discriminator_dir), config.device)
+    judge = NLIDiscriminator.load(str(judge_dir), device=config.device)
+    encoder = load_encoder(config.encoder, config.pooling, device=config.device)
+    return discriminator, judge, encoder, Reward(discriminator, encoder, config.reward, engine)
+
+
 def nli_accuracy(model, path: Path) -> dict:
     """The model's accuracy and per-class F1 on the held-out NLI sets (SNLI test, MNLI dev, SICK test), kept in
     ``path``."""
@@ -131,15 +144,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.reward.dual import Reward
     from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, compare, per_anchor
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
-    from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
-    from hardcse.encoder.build import load_encoder
     from hardcse.engines import Engine
     from hardcse.stats import bootstrap_mean
 
@@ -167,10 +177,7 @@ def main() -> None:
     short_dir = warm_generator(config, no_demonstration, args.short_steps, out, short) if args.short_steps else None
 
     anchors = split_anchors(config.anchors).held_out[: args.anchors]
-    discriminator = load_discriminator(str(discriminator_dir), config.device)
-    judge = NLIDiscriminator.load(str(judge_dir), device=config.device)
-    encoder = load_encoder(config.encoder, config.pooling, device=config.device)
-    reward = Reward(discriminator, encoder, config.reward, engine)
+    discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
     raw = config.generator.model
     sides = {  # side: (generator, its prompts' settings, the filter)
         "raw": (raw, generation, config.filter),

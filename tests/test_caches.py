@@ -607,7 +607,7 @@ def test_prepare_trains_what_the_quickstart_would_train_first_with_its_own_confi
     monkeypatch.setattr(resources, "bundled_generator_dir", lambda: tmp_path / "checkpoint")
     monkeypatch.setattr(art_run, "cached_eval", lambda source, **kw: {"avg7": 78.9})
     asked = []
-    monkeypatch.setattr(kept, "train_or_copy", lambda config, out: asked.append(("nli", config)))
+    monkeypatch.setattr(kept, "train_or_copy", lambda config, out: asked.append(("nli", config)) or out)
     monkeypatch.setattr(warm_start, "warm_started", lambda *args: asked.append(("warm", args[:3])))
     demo = load_config(ArtRunConfig, "quickstart", ["judge=train", "warm_start.steps=3"])
     monkeypatch.setattr("hardcse.config.load_config", lambda cls, name, *a: demo if name == "quickstart" else None)

@@ -87,16 +87,13 @@ def _train_what_the_quickstart_trains(demo) -> list[str]:  # noqa: ANN001 (an Ar
 
     from hardcse.art.config import TRAIN_IN_RUN
     from hardcse.art.rl.warm_start import warm_start_entry, warm_started
-    from hardcse.discriminator.kept import kept_discriminator_dir, train_or_copy
-    from hardcse.discriminator.train import nli_training_pairs
+    from hardcse.discriminator.kept import train_or_copy
 
     lines = []
     with tempfile.TemporaryDirectory(prefix="hardcse-prepare-") as work:
         for role in ("discriminator", "judge"):
             if getattr(demo, role) == TRAIN_IN_RUN:
-                training = getattr(demo, f"{role}_training")
-                train_or_copy(training, Path(work) / role)
-                entry = kept_discriminator_dir(training, nli_training_pairs(training))
+                entry = train_or_copy(getattr(demo, f"{role}_training"), Path(work) / role)
                 lines.append(f"the quickstart's {role}: {entry}")
         if demo.warm_start.enabled:
             warm_started(demo.warm_start, demo.generator, demo.decontamination, Path(work) / "warm_start")

@@ -87,9 +87,9 @@ def is_kept(folder: Path) -> bool:
     return (folder / TRAINING_RECORD).is_file()
 
 
-def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
+def train_or_copy(config: NLITrainConfig, out_dir: Path) -> Path:
     """The discriminator of ``config`` in ``out_dir``: copied from the cache when these inputs trained one on this
-    machine before, else trained (every rank takes part) and then kept."""
+    machine before, else trained (every rank takes part) and then kept. Returns its cache entry."""
     data = nli_training_pairs(config)
     entry, described = _kept_entry(config, data)
     # rank 0 decides for every rank (the ranks train together or not at all), and leases the entry it copies (a
@@ -97,13 +97,14 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> None:
     if run_on_main(lambda: is_kept(entry) and lease(entry, is_kept)):
         log.info("discriminator: the same inputs trained one on this machine before; copied from %s", entry)
         run_on_main(lambda: _copy_kept(entry, out_dir))
-        return
+        return entry
     train_nli(config, out_dir, data)
     record = json.loads((Path(out_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
     if record.get("resumed_from"):  # only a training from nothing is kept: it is what the key promises
         log.info("discriminator: resumed from a checkpoint of a killed run, so not kept in %s", entry)
-        return
+        return entry
     run_on_main(lambda: _keep(Path(out_dir), entry, described))
+    return entry
 
 
 def _keep(out_dir: Path, entry: Path, described: EntryDescription) -> None:
