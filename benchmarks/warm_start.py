@@ -4,7 +4,7 @@ each with best of k (``filter.candidates``) and each with mined negatives (the b
 corpus anchors, judged by an NLI model that never saw the warm start's pairs nor the discriminator's.
 
     python benchmarks/warm_start.py --out DIR [--anchors 300] [--steps 150] [--short-steps 50] [--seed 5]
-        [--candidates 4] [--judge whole-share|quickstart] [--name warm_start]
+        [--candidates 4] [--judge whole-share|quickstart] [--name warm_start] [--sides SIDE ...]
 
 Per side it writes a positive and a negative for each anchor (the mined sides: a positive, the negative mined) at
 cpu-full's synthesis settings and filters them with the paper's rule (argmax) by the reward's discriminator.
@@ -76,14 +76,14 @@ def synthesis_settings(config, seed: int):
     )
 
 
-def warm_generator(config, generation, steps: int, out: Path, name: str = "warm_start") -> Path:
-    """The warm-started generator of ``config.warm_start`` at ``steps`` steps with ``generation``'s prompts, in
-    ``out/NAME`` (from the cache where these inputs trained one before)."""
+def warm_generator(config, generation, steps: int, out: Path, name: str = "warm_start", **settings) -> Path:
+    """The warm-started generator of ``config.warm_start`` at ``steps`` steps (and these other ``settings``) with
+    ``generation``'s prompts, in ``out/NAME`` (from the cache where these inputs trained one before)."""
     from hardcse.art.rl.warm_start import warm_started
 
     warm_dir = out / name
     if not warm_dir.is_dir():
-        warm_config = dataclasses.replace(config.warm_start, steps=steps)
+        warm_config = dataclasses.replace(config.warm_start, steps=steps, **settings)
         warm_started(warm_config, generation, config.decontamination, out / f"{name}.partial")
         (out / f"{name}.partial").rename(warm_dir)
     return warm_dir
@@ -141,6 +141,9 @@ def main() -> None:
         "quickstart's 8,000 pairs",
     )
     parser.add_argument("--name", default="warm_start", help="the record's name in benchmarks/results")
+    parser.add_argument(
+        "--sides", nargs="+", help="only these sides (and the comparisons between them); default: every side"
+    )
     args = parser.parse_args()
 
     from hardcse.art.config import ArtRunConfig
@@ -171,10 +174,25 @@ def main() -> None:
     whole = args.judge == "whole-share"
     judge_dir = nli_model("judge", out / ("judge" if whole else "judge_quickstart"), whole_share=whole)
     nli_minutes = (time.perf_counter() - started) / 60
+    short = f"warm_{args.short_steps}_steps"
+    wanted = set(args.sides or ()) or None
+
+    def asked(*names: str) -> bool:
+        return wanted is None or bool(wanted & set(names))
+
     warm_dir = warm_generator(config, no_demonstration, args.steps, out)
     warm_record = read_record(warm_dir)
-    short = f"warm_{args.short_steps}_steps"
-    short_dir = warm_generator(config, no_demonstration, args.short_steps, out, short) if args.short_steps else None
+    short_dir = (
+        warm_generator(config, no_demonstration, args.short_steps, out, short)
+        if args.short_steps and asked(short)
+        else None
+    )
+    # the same warm start without the pairs that teach a shortcut (warm_start.drop_shortcuts)
+    clean_dir = (
+        warm_generator(config, no_demonstration, args.steps, out, "warm_start_clean", drop_shortcuts=True)
+        if asked("warm_clean", f"warm_clean_{k}", "warm_clean_mined_negatives")
+        else None
+    )
 
     anchors = split_anchors(config.anchors).held_out[: args.anchors]
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
@@ -191,7 +209,19 @@ def main() -> None:
         # mined from the training corpus by the encoder (the filter then checks the positive only)
         "raw_mined_negatives": (raw, generation, config.filter),
         "warm_mined_negatives": (str(warm_dir), no_demonstration, config.filter),
+        **(
+            {
+                "warm_clean": (str(clean_dir), no_demonstration, config.filter),
+                f"warm_clean_{k}": (str(clean_dir), no_demonstration, best_of),
+            }
+            if clean_dir
+            else {}
+        ),
     }
+    unknown = sorted((wanted or set()) - set(sides))
+    if unknown:
+        parser.error(f"--sides: {unknown[0]} is not a side; choose from {', '.join(sides)}")
+    sides = {side: value for side, value in sides.items() if asked(side)}
     corpus = split_anchors(config.anchors).train
     results, records = {}, {}
     for side, (source, side_generation, side_filter) in sides.items():
@@ -226,7 +256,11 @@ def main() -> None:
         (f"raw_{k}", "raw"),
         (f"warm_{k}", "warm"),
         (f"warm_{k}", "raw_mined_negatives"),
+        ("warm_clean", "warm"),
+        (f"warm_clean_{k}", f"warm_{k}"),
+        (f"warm_clean_{k}", "raw_mined_negatives"),
     ]
+    comparisons = [(after, before) for after, before in comparisons if after in sides and before in sides]
     terms = [t.name for t in reward.terms]
     paired = {}
     for after, before in comparisons:
@@ -242,6 +276,9 @@ def main() -> None:
         "short_warm_start": None
         if short_dir is None
         else {k: read_record(short_dir)[k] for k in ("config", "loss_first", "loss_last", "seconds")},
+        "clean_warm_start": None
+        if clean_dir is None
+        else {k: read_record(clean_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
         "nli_minutes": round(nli_minutes, 1),
         "nli": {
             "discriminator": nli_accuracy(discriminator, out / "discriminator_eval.json"),
@@ -277,6 +314,13 @@ def page(p: dict) -> list[str]:
             f" A shorter warm start beside it: {sw['config']['steps']} steps, loss {sw['loss_first']:.3f} -> "
             f"{sw['loss_last']:.3f}, {sw['seconds'] / 60:.1f} min."
             if (sw := p.get("short_warm_start"))
+            else ""
+        )
+        + (
+            f" The warm_clean sides' warm start leaves out the pairs that teach a shortcut "
+            f"(warm_start.drop_shortcuts: {cw['pairs']['shortcut']} of the pairs read), otherwise the same: loss "
+            f"{cw['loss_first']:.3f} -> {cw['loss_last']:.3f}, {cw['seconds'] / 60:.1f} min."
+            if (cw := p.get("clean_warm_start"))
             else ""
         )
         + " The NLI models' accuracy:",

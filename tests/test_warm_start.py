@@ -46,8 +46,8 @@ def test_the_pairs_alternate_kinds_and_leave_out_neutral_short_duplicate_and_hel
     examples, counts = warm_start_examples(config, OFF)
     assert [e.kind for e in examples] == ["positive", "negative"] * 3
     assert counts == {
-        "read": 11, "neutral": 1, "length": 1, "dev_or_eval_text": 2, "duplicate": 1, "decontaminated": 0,
-        "available": {"positive": 3, "negative": 3}, "used": 6,
+        "read": 11, "neutral": 1, "length": 1, "shortcut": 0, "dev_or_eval_text": 2, "duplicate": 1,
+        "decontaminated": 0, "available": {"positive": 3, "negative": 3}, "used": 6,
     }  # fmt: skip
     assert {(e.anchor, e.answer) for e in examples if e.kind == "negative"} == {
         ("the cat runs", "a dog sleeps here"),
@@ -59,6 +59,27 @@ def test_the_pairs_alternate_kinds_and_leave_out_neutral_short_duplicate_and_hel
     assert sorted(other) == sorted(examples)
     with pytest.raises(HardcseError, match=r"warm_start: 4 steps of 2 pairs need 4 positive pairs but the files give"):
         warm_start_examples(dataclasses.replace(config, steps=4), OFF)
+
+
+def test_drop_shortcuts_leaves_out_deletion_entailments_and_contradictions_adding_a_negation(tmp_path):
+    rows = [
+        ("the small cat runs home", "the cat runs home", "entailment"),  # a deletion: left out
+        ("the small cat runs home", "an animal is moving", "entailment"),
+        ("the small cat runs home", "the small cat does not run home", "contradiction"),  # adds "not": left out
+        ("the small cat runs home", "the cat sleeps on the sofa", "contradiction"),
+        ("no dog barks at night", "no dog is awake at night", "contradiction"),  # "no" is the premise's own
+        ("no dog barks at night", "the night has silent dogs", "entailment"),
+    ]
+    path = tmp_path / "pairs.tsv"
+    path.write_text("premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{label}\n" for p, h, label in rows))
+    config = WarmStartConfig(steps=1, batch_size=4, files=[str(path)], share=None, drop_shortcuts=True)
+    examples, counts = warm_start_examples(config, OFF)
+    assert counts["shortcut"] == 2 and counts["available"] == {"positive": 2, "negative": 2}
+    assert {e.answer for e in examples} == {
+        "an animal is moving", "the night has silent dogs", "the cat sleeps on the sofa", "no dog is awake at night",
+    }  # fmt: skip
+    kept = warm_start_examples(dataclasses.replace(config, drop_shortcuts=False, steps=1, batch_size=6), OFF)
+    assert kept[1]["shortcut"] == 0 and kept[1]["available"] == {"positive": 3, "negative": 3}
 
 
 def test_no_pair_of_the_shipped_files_is_an_nli_dev_or_evaluation_text_or_a_graders_premise():
@@ -166,6 +187,8 @@ def test_the_kept_warm_starts_key_follows_what_decides_its_weights_and_nothing_e
     # steps and batch size change the examples read too; the others only the training
     for field, value in {"steps": 1, "learning_rate": 1e-3, "dtype": "bfloat16", "seed": 2, "max_words": 30}.items():
         assert key(c=dataclasses.replace(config, **{field: value})) != first, field
+    # no pair of these files takes a shortcut, yet the setting is part of what was asked
+    assert key(c=dataclasses.replace(config, drop_shortcuts=True)) != first
     assert key(d=DecontaminationConfig(threshold=0.9)) != first
     renamed = tmp_path / "renamed.tsv"
     renamed.write_bytes(nli_file.read_bytes())
