@@ -4,7 +4,8 @@ each with best of k (``filter.candidates``) and each with mined negatives (the b
 corpus anchors, judged by an NLI model that never saw the warm start's pairs nor the discriminator's.
 
     python benchmarks/warm_start.py --out DIR [--anchors 300] [--steps 150] [--short-steps 50] [--seed 5]
-        [--candidates 4] [--judge whole-share|quickstart] [--name warm_start] [--sides SIDE ...]
+        [--candidates 4] [--judge whole-share|quickstart] [--name warm_start] [--warm-dtype float32]
+        [--sides SIDE ...]
 
 Per side it writes a positive and a negative for each anchor (the mined sides: a positive, the negative mined) at
 cpu-full's synthesis settings and filters them with the paper's rule (argmax) by the reward's discriminator.
@@ -142,6 +143,12 @@ def main() -> None:
     )
     parser.add_argument("--name", default="warm_start", help="the record's name in benchmarks/results")
     parser.add_argument(
+        "--warm-dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="the base model's weights while a warm start trains (warm_start.dtype; bfloat16: where the CPU has it)",
+    )
+    parser.add_argument(
         "--sides", nargs="+", help="only these sides (and the comparisons between them); default: every side"
     )
     args = parser.parse_args()
@@ -180,6 +187,7 @@ def main() -> None:
     def asked(*names: str) -> bool:
         return wanted is None or bool(wanted & set(names))
 
+    config = dataclasses.replace(config, warm_start=dataclasses.replace(config.warm_start, dtype=args.warm_dtype))
     warm_dir = warm_generator(config, no_demonstration, args.steps, out)
     warm_record = read_record(warm_dir)
     short_dir = (
@@ -302,6 +310,7 @@ def page(p: dict) -> list[str]:
         f"{p['anchors']} held-out corpus anchors, cpu-full's synthesis settings (temperature 0.8, the paper's argmax "
         f"filter), sampling seed {p['seed']}. Warm start: {w['config']['steps']} steps of {w['config']['batch_size']} "
         f"NLI pairs (its third of the pairs), lr {w['config']['learning_rate']}, LoRA r 16 on all seven projections, "
+        f"base weights in {w['config']['dtype']}, "
         f"loss {w['loss_first']:.3f} -> {w['loss_last']:.3f}, {w['seconds'] / 60:.1f} min. The reward's "
         "discriminator (it filters): the quickstart's (8,000 pairs of its third, one epoch). The judge (it grades): "
         + (

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hardcse.art.analysis.judge import judge_records
-from hardcse.art.config import TRAIN_IN_RUN, ArtRunConfig, TuneConfig
+from hardcse.art.config import ArtRunConfig, TuneConfig
+from hardcse.art.nli_models import check_nli_models, nli_models_stage
 from hardcse.art.reward.terms import check_terms, config_terms
 from hardcse.art.rl.tuning import check_rank_shares, tune_generator
 from hardcse.art.rl.warm_start import check_warm_start, warm_start_stage
@@ -32,9 +33,7 @@ from hardcse.atomic import write_json_atomic
 from hardcse.data.decontamination import Decontamination, triplet_texts
 from hardcse.data.jsonl import read_jsonl
 from hardcse.data.triplets import Triplet, read_triplets
-from hardcse.discriminator.kept import train_or_copy
 from hardcse.discriminator.nli import NLIDiscriminator, load_discriminator
-from hardcse.discriminator.train import NLITrainConfig, nli_training_pairs, train_nli
 from hardcse.distributed import is_main, run_on_main
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.simcse import train_simcse
@@ -90,25 +89,11 @@ def validate(config: ArtRunConfig) -> list[RoundAnchors]:
         if not Path(config.mix_triplets).is_file():
             raise not_a_file(config.mix_triplets, " (mix_triplets)")
         read_triplets(config.mix_triplets)
-    sources = {"encoder": config.encoder, "generator.model": config.generator.model}
-    for key, training in (("discriminator", config.discriminator_training), ("judge", config.judge_training)):
-        if getattr(config, key) != TRAIN_IN_RUN:
-            sources[key] = getattr(config, key)
-        else:  # the NLI files the run's model trains on, read whole now
-            nli_training_pairs(training)
-    check_model_sources(sources)
+    nli_models = check_nli_models(config)
+    check_model_sources({"encoder": config.encoder, "generator.model": config.generator.model, **nli_models})
     train = split_anchors(config.anchors).train
     check_terms(config_terms(config.reward.terms), train)  # a broken term fails now, not after the discriminator
     check_warm_start(config)
-    if config.judge == TRAIN_IN_RUN and config.discriminator == TRAIN_IN_RUN:
-        shares = config.discriminator_training.share, config.judge_training.share
-        if None in shares or shares[0] == shares[1]:
-            log.warning(
-                "judge: the run's judge and discriminator train on shared NLI pairs (shares %s and %s); give them "
-                "discriminator_training.share: discriminator and judge_training.share: judge for a judge that "
-                "never saw the reward's pairs",
-                *shares,
-            )
     return round_anchors(train, config)
 
 
@@ -121,15 +106,6 @@ def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, ove
     blocks = validate(config)
     with folder as run:
         return _run_stages(run, blocks, engine)
-
-
-def _nli_stage(folder: RunFolder, name: str, training: NLITrainConfig) -> str:
-    """The run's NLI model ``name`` trained into its folder (copied from the machine's cache where these inputs
-    trained one before, unless ``keep_discriminator`` is off); returns the folder."""
-    keep = folder.config.keep_discriminator
-    train = train_or_copy if keep else train_nli
-    folder.stage(name, name, lambda partial: train(training, partial), keep_partial=True, all_ranks=True)
-    return str(folder.dir / name)
 
 
 @dataclass
@@ -148,11 +124,7 @@ class _Run:
 
 def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -> Path:
     config: ArtRunConfig = folder.config
-    discriminator_source = config.discriminator
-    if config.discriminator == TRAIN_IN_RUN:
-        discriminator_source = _nli_stage(folder, "discriminator", config.discriminator_training)
-    if config.judge == TRAIN_IN_RUN:  # the stages read the run's judge from its folder
-        config = dataclasses.replace(config, judge=_nli_stage(folder, "judge", config.judge_training))
+    discriminator_source, config = nli_models_stage(folder, config)
     config = warm_start_stage(folder, config)
     tasks = config.evaluated_tasks
     discriminator = load_discriminator(discriminator_source, config.device)
