@@ -1,0 +1,215 @@
+"""Does the warm-started generator's data train a better encoder than mined negatives, once its yield affords a
+real training set? Three sides write for the training corpus' anchors (in order, in chunks, until each has
+``--rows`` kept triplets or the anchors run out), then ``hardcse assay`` trains the bundled encoder on the first
+``--rows`` of each, at every training seed, on one fixed schedule:
+
+- ``mined``: the raw generator's positives (cpu-full's one demonstration) and each negative mined from the corpus by
+  the encoder (baseline-mined-negatives; the filter checks the positive);
+- ``warm``: the warm-started generator (no demonstration), best of k;
+- ``art``: the same warm start tuned by ART's RL (cpu-full's PPO, one RL seed, the KL's reference the warm start),
+  best of k.
+
+    python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
+        [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--warm-dtype float32]
+        [--name warm_assay]
+
+``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
+missing). ``--clean``: the warm start without the pairs that teach a shortcut (warm_start.py's warm_clean sides).
+Each chunk is a synthesis folder of its own, so an interrupted call goes on from the last finished chunk. Measures
+per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
+anchors, false negatives and the shortcut rates of the assayed rows; the assay's paired differences (bootstrap over
+test pairs and training seeds) art - mined, warm - mined and art - warm.
+
+Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from record import write_record
+from warm_start import ALL_PROJECTIONS, false_negatives, graders, nli_model, synthesis_settings, warm_generator
+
+SIDES = ("mined", "warm", "art")
+PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"))  # (A, B): B - A
+
+
+def chunks(anchors: list[str], size: int) -> list[list[str]]:
+    return [anchors[i : i + size] for i in range(0, len(anchors), size)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", required=True, help="benchmarks/warm_start.py's work folder")
+    parser.add_argument("--rows", type=int, default=2000, help="triplets each side trains on")
+    parser.add_argument("--chunk", type=int, default=500, help="anchors a synthesis folder writes for")
+    parser.add_argument("--max-anchors", type=int, default=8000, help="at most this many corpus anchors a side")
+    parser.add_argument("--rl-seed", type=int, default=1, help="the RL seed (and sampling seed) of the art side")
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="the assay's seeds")
+    parser.add_argument("--steps", type=int, default=150, help="the warm start's steps")
+    parser.add_argument("--candidates", type=int, default=4, help="best of k of the generated sides")
+    parser.add_argument("--clean", action="store_true", help="the warm start without shortcut-teaching pairs")
+    parser.add_argument("--warm-dtype", choices=("float32", "bfloat16"), default="float32", help="warm_start.dtype")
+    parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
+    args = parser.parse_args()
+
+    from hardcse.art.analysis.judge import triplet_shortcuts
+    from hardcse.art.config import ArtRunConfig
+    from hardcse.art.rl.tuning import tune_generator
+    from hardcse.art.rl.warm_start import read_record
+    from hardcse.art.synthesis.anchors import split_anchors
+    from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, per_anchor
+    from hardcse.art.synthesis.triplets import synthesize
+    from hardcse.assay import AssayConfig, assay_run
+    from hardcse.config import load_config
+    from hardcse.data.jsonl import read_jsonl
+    from hardcse.data.triplets import read_triplets, write_triplets
+    from hardcse.engines import Engine
+    from hardcse.evaluation.compare import compare_groups, comparison_json, comparison_markdown
+    from hardcse.evaluation.results import Result
+    from hardcse.stats import bootstrap_mean
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    config = load_config(ArtRunConfig, "cpu-full")
+    config = dataclasses.replace(config, warm_start=dataclasses.replace(config.warm_start, dtype=args.warm_dtype))
+    engine = Engine.resolve(config.engine)
+    discriminator_dir = nli_model("discriminator", work / "discriminator")
+    judge_dir = nli_model("judge", work / "judge", whole_share=True)
+    no_demonstration = dataclasses.replace(synthesis_settings(config, args.rl_seed), few_shot=[])
+    name, settings = ("warm_start_clean", {"drop_shortcuts": True}) if args.clean else ("warm_start", {})
+    warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
+    discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
+
+    tuned_dir = work / f"{name}_rl_seed{args.rl_seed}" / "generator"
+    rl_minutes = None  # tuned by an earlier call: its time is in that call's log
+    if not (tuned_dir / "rl_log.jsonl").is_file():
+        rl_config = dataclasses.replace(
+            config,
+            discriminator=str(discriminator_dir),
+            generator=dataclasses.replace(
+                config.generator,
+                model=str(warm_dir),
+                few_shot=[],
+                seed=args.rl_seed,
+                lora_target_modules=ALL_PROJECTIONS,
+            ),  # fmt: skip
+            rl=dataclasses.replace(config.rl, seed=args.rl_seed, reference=str(warm_dir)),
+            reuse=False,
+        )
+        start = time.perf_counter()
+        tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=discriminator, engine=engine)
+        rl_minutes = round((time.perf_counter() - start) / 60, 2)
+
+    best_of = dataclasses.replace(config.filter, candidates=args.candidates)
+    raw_prompts = synthesis_settings(config, args.rl_seed)
+    sides = {  # side: (generator, its prompts, the filter, mining or not)
+        "mined": (config.generator.model, raw_prompts, config.filter, True),
+        "warm": (str(warm_dir), no_demonstration, best_of, False),
+        "art": (str(tuned_dir), no_demonstration, best_of, False),
+    }
+    corpus = split_anchors(config.anchors).train
+    anchors = corpus[: args.max_anchors]
+    results, data = {}, {}
+    for side, (source, prompts, filter_config, mined) in sides.items():
+        records, triplets, seconds = [], [], 0.0
+        for i, block in enumerate(chunks(anchors, args.chunk)):
+            if len(triplets) >= args.rows:
+                break
+            folder = work / f"assay_{name}" / side / f"chunk-{i:03d}"
+            mining = {"mine_from": corpus, "mining": config.mining} if mined else {}
+            if not (folder / "synthesis.json").is_file():
+                synthesize(source, block, prompts, reward, filter_config, folder, engine=engine, **mining)
+            records += read_jsonl(folder / "synthetic.jsonl")
+            triplets += read_triplets(folder / "triplets.csv")
+            seconds += json.loads((folder / "synthesis.json").read_text())["seconds"]
+        data[side] = work / f"assay_{name}" / side / "triplets.csv"
+        write_triplets(data[side], triplets)
+        measured = per_anchor(records, judge, encoder, generator=prompts, engine=engine)
+        kept = measured["kept"]
+        results[side] = {
+            "source": source,
+            "anchors": len(records),
+            "kept": len(triplets),
+            "kept_fraction": bootstrap_mean(kept).to_dict(),
+            "kept_per_minute": round(len(triplets) / (seconds / 60), 1),
+            "synthesis_minutes": round(seconds / 60, 1),
+            **{m: bootstrap_mean(measured[m]).to_dict() for m in SYNTHETIC_ACCURACY},
+            "false_negatives": false_negatives(records, judge),
+            "shortcuts": triplet_shortcuts(triplets[: args.rows], prompts),
+        }
+    rows = min(args.rows, *(r["kept"] for r in results.values()))
+    assay_config = dataclasses.replace(
+        load_config(AssayConfig, "assay"),
+        data=[str(data[s]) for s in SIDES],
+        names=list(SIDES),
+        seeds=args.train_seeds,
+        rows=rows,
+    )
+    assay_dir = work / f"assay_{name}" / f"assay_{rows}"
+    assay_run(assay_config, assay_dir, resume=(assay_dir / "manifest.json").is_file())
+    groups = {
+        side: [
+            Result(side, json.loads((assay_dir / side / f"seed-{s}" / "eval.json").read_text()), {"seed": s})
+            for s in args.train_seeds
+        ]
+        for side in SIDES
+    }
+    comparison = compare_groups(groups, list(PAIRS))
+    payload = {
+        "rows": rows,
+        "rows_asked": args.rows,
+        "train_seeds": args.train_seeds,
+        "rl_seed": args.rl_seed,
+        "rl_minutes": rl_minutes,
+        "candidates": args.candidates,
+        "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
+        "sides": results,
+        "assay": comparison_json(comparison),
+        "assay_table": comparison_markdown(comparison),
+    }
+    (work / f"{args.name}_payload.json").write_text(json.dumps(payload, indent=2))
+    write_record(args.name, "The warm start's data in the assay, at the size its yield affords", page(payload), payload)
+
+
+def cell(d: dict) -> str:
+    return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+def page(p: dict) -> list[str]:
+    w = p["warm_start"]["config"]
+    lines = [
+        f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
+        f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO from it, RL seed {p['rl_seed']}, "
+        f"the KL's reference the warm start. Generated sides: best of {p['candidates']}. Each side wrote for the "
+        f"training corpus' anchors in order until it had {p['rows_asked']} kept triplets (or the anchors ran out); "
+        f"the assay trains on the first {p['rows']} of each, training seeds "
+        f"{', '.join(map(str, p['train_seeds']))}. Synthetic accuracy by the judge over the side's anchors.",
+        "",
+        "| side | anchors | kept | kept fraction | kept a minute | accuracy positive | accuracy negative | "
+        "accuracy avg | false negatives | deletion positives | added negation |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    for side, r in p["sides"].items():
+        fn = r["false_negatives"]
+        s = r["shortcuts"]
+        lines.append(
+            f"| {side} | {r['anchors']} | {r['kept']} | {cell(r['kept_fraction'])} | {r['kept_per_minute']} | "
+            f"{cell(r['synthetic_accuracy_positive'])} | {cell(r['synthetic_accuracy_negative'])} | "
+            f"{cell(r['synthetic_accuracy'])} | {fn.get('entailed', '-')} of {fn['kept']} | "
+            f"{num(s['positive_deletion_rate'])} | {num(s['negative_added_negation_rate'])} |"
+        )
+    return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",
+            p["assay_table"], ""]  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
