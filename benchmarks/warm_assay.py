@@ -10,7 +10,7 @@ real training set? Three sides write for the training corpus' anchors (in order,
   best of k.
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
-        [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--warm-dtype float32]
+        [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--warm-dtype float32]
         [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--rl-seed", type=int, default=1, help="the RL seed (and sampling seed) of the art side")
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="the assay's seeds")
     parser.add_argument("--steps", type=int, default=150, help="the warm start's steps")
+    parser.add_argument("--rl-steps", type=int, help="RL steps (default: cpu-full's); fewer for a smoke run only")
     parser.add_argument("--candidates", type=int, default=4, help="best of k of the generated sides")
     parser.add_argument("--clean", action="store_true", help="the warm start without shortcut-teaching pairs")
     parser.add_argument("--warm-dtype", choices=("float32", "bfloat16"), default="float32", help="warm_start.dtype")
@@ -85,7 +86,8 @@ def main() -> None:
     warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
-    tuned_dir = work / f"{name}_rl_seed{args.rl_seed}" / "generator"
+    rl_steps = args.rl_steps or config.rl.steps
+    tuned_dir = work / f"{name}_rl_seed{args.rl_seed}_{rl_steps}_steps" / "generator"
     rl_minutes = None  # tuned by an earlier call: its time is in that call's log
     if not (tuned_dir / "rl_log.jsonl").is_file():
         rl_config = dataclasses.replace(
@@ -98,7 +100,9 @@ def main() -> None:
                 seed=args.rl_seed,
                 lora_target_modules=ALL_PROJECTIONS,
             ),  # fmt: skip
-            rl=dataclasses.replace(config.rl, seed=args.rl_seed, reference=str(warm_dir)),
+            rl=dataclasses.replace(
+                config.rl, seed=args.rl_seed, reference=str(warm_dir), steps=args.rl_steps or config.rl.steps
+            ),
             reuse=False,
         )
         start = time.perf_counter()
@@ -166,6 +170,7 @@ def main() -> None:
         "train_seeds": args.train_seeds,
         "rl_seed": args.rl_seed,
         "rl_minutes": rl_minutes,
+        "rl_steps": rl_steps,
         "candidates": args.candidates,
         "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
         "sides": results,
@@ -184,8 +189,9 @@ def page(p: dict) -> list[str]:
     w = p["warm_start"]["config"]
     lines = [
         f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
-        f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO from it, RL seed {p['rl_seed']}, "
-        f"the KL's reference the warm start. Generated sides: best of {p['candidates']}. Each side wrote for the "
+        f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO ({p['rl_steps']} steps) from it, "
+        f"RL seed {p['rl_seed']}, the KL's reference the warm start. Generated sides: best of {p['candidates']}. "
+        "Each side wrote for the "
         f"training corpus' anchors in order until it had {p['rows_asked']} kept triplets (or the anchors ran out); "
         f"the assay trains on the first {p['rows']} of each, training seeds "
         f"{', '.join(map(str, p['train_seeds']))}. Synthetic accuracy by the judge over the side's anchors.",
