@@ -43,8 +43,9 @@ format: install
 	$(VENV)/bin/ruff check --fix src tests benchmarks examples
 	$(VENV)/bin/ruff format src tests benchmarks examples
 
+# --durations: the slowest tests named at the end, where the time goes (benchmarks/make_times.py records them)
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 	$(MAKE) test-avx2
 	$(MAKE) check-wheel
 

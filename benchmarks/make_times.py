@@ -24,6 +24,7 @@ from pathlib import Path
 from record import write_record
 
 SUMMARY = re.compile(r"(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s")
+DURATION = re.compile(r"^([\d.]+)s (call|setup|teardown) +(\S+)$", re.MULTILINE)  # pytest --durations' lines
 
 
 def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, str]:
@@ -63,6 +64,10 @@ def main() -> None:
             "skipped": int(skipped or 0),
             "avx2_passed": int(avx2_passed) if avx2_passed.isdigit() else None,
             "avx2_minutes": round(float(avx2_seconds) / 60, 1),
+            # the Makefile's --durations: the slowest tests of the first pytest (the AVX2 pass lists none)
+            "slowest": [
+                {"seconds": float(s), "phase": phase, "test": test} for s, phase, test in DURATION.findall(output)
+            ],
         }
         if not args.skip_demo:
             env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "cache")}  # a first run's cache
@@ -82,16 +87,21 @@ def main() -> None:
         lines.append(
             f"| `hardcse prepare` | {result['prepare_minutes']} | the bundled generator converted and exported, "
             "the bundled encoder evaluated, and the quickstart's discriminator and judge trained, into an empty model "
-            "cache (`make install` does this) |"
+            "cache (`make install` does the first two, the first `make demo` the training) |"
         )
         lines.append(
             f"| `make demo` | {result['make_demo_minutes']} | the install done, a cache with what it prepared and "
-            "nothing else: one ART round (its discriminator and judge copied) |"
+            "nothing else: its `hardcse prepare` finds everything kept, then one ART round (its discriminator and "
+            "judge copied) |"
         )
         lines.append(
             f"| `make demo` again | {result['second_make_demo_minutes']} | the same cache: the raw generator's "
             "held-out texts, which the first wrote, are read back |"
         )
+    if result["slowest"]:
+        lines += ["", "The slowest tests of `make test`'s first pytest (its `--durations`):", "", "| seconds | test |",
+                  "|---:|---|"]  # fmt: skip
+        lines += [f"| {d['seconds']:.1f} | `{d['test']}` ({d['phase']}) |" for d in result["slowest"]]
     name, title = ("make_test_times", "`make test`") if args.skip_demo else ("make_times", "README's two commands")
     about = f", commit {commit[:10]}, alone on the cores."
     print(write_record(name, f"{title}, timed from a fresh clone", [*lines, ""], result, about=about))
