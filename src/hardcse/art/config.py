@@ -315,8 +315,9 @@ def _judge_training() -> NLITrainConfig:
 @dataclass
 class ArtRunConfig(TuneConfig):
     """``hardcse art run``: round 0 evaluates the starting encoder; each round r = 1..rounds tunes the generator
-    with PPO against the dual reward (difficulty judged by the current encoder), synthesises triplets for new
-    anchors, filters them, trains the encoder further on them and evaluates it; round r + 1 uses that encoder.
+    with RL (``rl.algorithm``: PPO or GRPO) against the dual reward (difficulty judged by the current encoder),
+    synthesises triplets for new anchors, filters them, trains the encoder further on them and evaluates it; round
+    r + 1 uses that encoder.
 
     ``encoder`` is the starting (supervised) encoder; ``discriminator`` a folder from `hardcse nli train`, or
     "train": train one into the run folder from ``discriminator_training``."""

@@ -17,7 +17,8 @@ configs, so the same keys. ``--no-training`` leaves those to the first run.
 
 When a run still converts: the keys hold hardcse's code, the libraries' versions and the CPU with torch's thread
 count, so after an upgrade, under another ``OMP_NUM_THREADS`` or under a launcher (one thread a process) the first
-run converts again. ``make install`` runs it.
+run converts again. ``make install`` runs it with ``--no-training`` (the tests need no trained model), and the first
+``make demo`` runs it whole.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import argparse
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prepare",
-        help="convert the bundled generator, export it to OpenVINO and evaluate the bundled encoder once "
-        "(make install does)",
+        help="convert the bundled generator, export it to OpenVINO, evaluate the bundled encoder and train the "
+        "quickstart's NLI models once (make demo does)",
         description="Convert the bundled SmolLM2 GGUF into a float checkpoint and, where runs generate in OpenVINO, "
         "export it, and evaluate the bundled encoder as the quickstart's round 0 does, into the cache "
         "($HARDCSE_CACHE, else ~/.cache/hardcse), so that a first run does not; then train the quickstart's NLI "
