@@ -281,7 +281,7 @@ def test_a_run_trains_its_judge_on_its_own_share_and_grades_with_it(
     """judge: train: a stage of its own after the discriminator's, from judge_training (the judge's third, seed 7),
     and the held-out comparison, the measures and the report read the run's judge folder; trained on pairs the
     discriminator shares, the run warns. (The training itself and its cache: tests/test_caches.py.)"""
-    import hardcse.art.run as art_run_module
+    import hardcse.art.nli_models as nli_models_module
 
     trained = []
 
@@ -289,7 +289,7 @@ def test_a_run_trains_its_judge_on_its_own_share_and_grades_with_it(
         shutil.copytree(tiny_nli_dir, out, dirs_exist_ok=True)
         trained.append((config.share, config.training.seed))
 
-    monkeypatch.setattr(art_run_module, "train_or_copy", fake_training)
+    monkeypatch.setattr(nli_models_module, "train_or_copy", fake_training)
     overrides = ["rounds=1", "discriminator=train", "judge=train", "discriminator_training.share=discriminator"]
     art_run(load_config(ArtRunConfig, run_config, overrides), tmp_path / "run")
     assert trained == [("discriminator", 42), ("judge", 7)]

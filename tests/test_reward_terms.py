@@ -273,6 +273,7 @@ def test_a_term_is_tried_on_two_anchors_in_the_documented_stand_in_context(terms
 def test_a_broken_term_stops_the_run_in_one_line_before_any_model_loads(
     terms_file, tiny_lm_dir, tiny_encoder_dir, tiny_nli_dir, corpus, tmp_path, capsys, monkeypatch, command
 ):
+    from hardcse.art import nli_models
     from hardcse.art import run as art_run_module
     from hardcse.art.rl import tuning
     from hardcse.cli import main
@@ -281,9 +282,11 @@ def test_a_broken_term_stops_the_run_in_one_line_before_any_model_loads(
     def never(*args, **kwargs):
         raise AssertionError("a model was loaded or trained before the reward's terms were checked")
 
-    loaders = ["load_discriminator", "train_nli", "train_or_copy", "tune_generator", "cached_eval", "load_encoder"]
+    loaders = ["load_discriminator", "tune_generator", "cached_eval", "load_encoder"]
     for name in loaders:  # where art run calls them (imported by name)
         monkeypatch.setattr(art_run_module, name, never)
+    for name in ("train_nli", "train_or_copy"):  # where the run's NLI models train
+        monkeypatch.setattr(nli_models, name, never)
     monkeypatch.setattr(nli, "load_discriminator", never)
     monkeypatch.setattr(tuning, "tune_generator", never)  # where art tune calls it
 
