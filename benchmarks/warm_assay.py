@@ -32,7 +32,16 @@ import time
 from pathlib import Path
 
 from record import write_record
-from warm_start import ALL_PROJECTIONS, false_negatives, graders, nli_model, synthesis_settings, warm_generator
+from warm_start import (
+    ALL_PROJECTIONS,
+    cell,
+    false_negatives,
+    graders,
+    nli_model,
+    num,
+    synthesis_settings,
+    warm_generator,
+)
 
 SIDES = ("mined", "warm", "art")
 PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"))  # (A, B): B - A
@@ -181,10 +190,6 @@ def main() -> None:
     write_record(args.name, "The warm start's data in the assay, at the size its yield affords", page(payload), payload)
 
 
-def cell(d: dict) -> str:
-    return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
-
-
 def page(p: dict) -> list[str]:
     w = p["warm_start"]["config"]
     lines = [
@@ -200,9 +205,6 @@ def page(p: dict) -> list[str]:
         "accuracy avg | false negatives | deletion positives | added negation |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-
-    def num(v: float | None) -> str:
-        return "-" if v is None else f"{v:.3f}"
 
     for side, r in p["sides"].items():
         fn = r["false_negatives"]

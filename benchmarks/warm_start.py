@@ -304,6 +304,11 @@ def cell(d: dict) -> str:
     return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
 
+def num(v: float | None) -> str:
+    """A measure as a table cell, "-" where there is none."""
+    return "-" if v is None else f"{v:.3f}"
+
+
 def page(p: dict) -> list[str]:
     w = p["warm_start"]
     lines = [
@@ -382,9 +387,6 @@ def page(p: dict) -> list[str]:
         "cos correct positive | cos correct negative |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-
-    def num(v: float | None) -> str:
-        return "-" if v is None else f"{v:.3f}"
 
     for side, r in p["sides"].items():
         m = r["measures"]
