@@ -15,6 +15,7 @@ SRC = Path(hardcse.__file__).parent
 # higher imports lower, never the other way; a module takes the layer of its longest matching prefix
 LAYERS = {
     "hardcse.cli": 9,
+    "hardcse.api": 9,
     "hardcse.art.run": 8,
     "hardcse.assay": 8,
     "hardcse.curriculum": 8,

@@ -33,6 +33,7 @@ from hardcse.atomic import write_json_atomic
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.devices import DTYPES, check_device, resolve_device, resolve_dtype
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
+from hardcse.progress import shown
 from hardcse.tracking.run import active
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,7 @@ def trainer_arguments(output_dir: Path, settings: TrainingSettings, metric: str 
         "seed": settings.seed,
         "data_seed": settings.seed,
         "report_to": "none",
+        "disable_tqdm": not shown(),  # a caller may turn progress off (hardcse/progress.py)
         "dataloader_pin_memory": False,
         # several processes: a loss runs the model once per column (DiffAug: one prefix view each), and DDP's search
         # for unused parameters after each forward would mark a parameter ready twice; a static graph (the same

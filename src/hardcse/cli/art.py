@@ -120,8 +120,13 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
 
 def generate(args: argparse.Namespace) -> None:
     from hardcse.art.config import TuneConfig
+    from hardcse.art.synthesis.run import synthesis_run
 
     config = run_config(TuneConfig, args)
+    flags = {"--config": args.config, "--out": args.out, "--generator": args.generator, "--anchors": args.anchors}
+    flags["--limit"] = args.limit
+    given = [f"{flag} {value}" for flag, value in flags.items() if value is not None]
+    command = " ".join(["hardcse art generate", *given, *args.overrides])
     report = synthesis_run(
         config,
         args.out,
@@ -131,83 +136,9 @@ def generate(args: argparse.Namespace) -> None:
         on_error=on_error(args),
         resume=args.resume,
         overwrite=args.overwrite,
+        command_line=command,
     )
     print(json.dumps(report, indent=2))
-
-
-def synthesis_run(
-    config: TuneConfig,
-    out: str | Path,
-    *,
-    generator: str | None = None,
-    anchors: str = "held-out",
-    limit: int | None = None,
-    on_error: str = "raise",
-    resume: bool = False,
-    overwrite: bool = False,
-) -> dict:
-    """``hardcse art generate`` as a run folder: ``generator`` (default ``config.generator.model``) writes for
-    ``anchors`` ("held-out": the anchor split kept from tuning, or a sentence file; the first ``limit``); returns
-    the synthesis report. The inputs that are not config are recorded in the manifest."""
-    from hardcse.art.reward.dual import Reward
-    from hardcse.art.reward.terms import check_terms, config_terms
-    from hardcse.art.synthesis.anchors import split_anchors
-    from hardcse.art.synthesis.triplets import synthesize
-    from hardcse.data.corpus import read_sentences
-    from hardcse.data.jsonl import read_json_mapping
-    from hardcse.discriminator.nli import load_discriminator
-    from hardcse.encoder.build import load_encoder
-    from hardcse.engines import Engine
-    from hardcse.errors import HardcseError
-    from hardcse.resources import check_model_sources
-    from hardcse.run_folder import RunFolder
-
-    engine = Engine.resolve(config.engine)  # the generator and the reward's cosines run in it
-
-    texts = (
-        split_anchors(config.anchors).held_out if anchors == "held-out" else read_sentences(anchors, on_error=on_error)
-    )
-    if limit is not None and limit < 1:
-        raise HardcseError(f"--limit {limit}: give a number of anchors of at least 1 (or leave it out for all)")
-    texts = texts[:limit] if limit else texts
-    if not texts:
-        raise HardcseError(f"anchors {anchors!r}: no anchor sentences to write for")
-    source = generator or config.generator.model
-    folder = RunFolder(out, config, resume=resume, overwrite=overwrite, command="art generate", engine=engine)
-    folder.check()  # --out mistakes first: resolving the generator may convert it (30 s)
-    inputs = {"generator": source, "anchors": anchors, "limit": limit, "n_anchors": len(texts)}
-    manifest = Path(out) / "manifest.json"
-    recorded = read_json_mapping(manifest).get("inputs") if resume and manifest.is_file() else None
-    if recorded is not None and recorded != inputs:  # as a changed config is refused
-        changed = [f"{k} ({recorded.get(k)!r} -> {v!r})" for k, v in inputs.items() if recorded.get(k) != v]
-        raise HardcseError(
-            f"{out}: the inputs differ from the run's in {', '.join(changed)}; a resumed run keeps its inputs "
-            "(start a new folder to change them)"
-        )
-    check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
-    check_terms(config_terms(config.reward.terms), texts)
-    with folder as run:
-        run.record("inputs", inputs)
-
-        def build(_: Path) -> None:
-            discriminator = load_discriminator(config.discriminator, config.device)
-            encoder = load_encoder(config.encoder, device=config.device)
-            reward = Reward(discriminator, encoder, config.reward, engine)
-            synthesize(
-                source,
-                texts,
-                config.generator,
-                reward,
-                config.filter,
-                run.dir,
-                decontamination=config.decontamination,
-                engine=engine,
-                cache_generations=config.reuse,
-            )
-
-        done = run.stage("synthesis", "synthesis.json", build, in_place=True, all_ranks=True)
-        run.finish()
-    return json.loads(done.read_text(encoding="utf-8"))
 
 
 def judge(args: argparse.Namespace) -> None:

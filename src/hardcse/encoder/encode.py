@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
-from tqdm.auto import tqdm
 
 from hardcse.engines import Engine
+from hardcse.progress import progress_bar
 
 
 def token_budget_batches(lengths: Sequence[int], tokens_per_batch: int) -> list[np.ndarray]:
@@ -84,7 +84,7 @@ def encode(
     model.eval()
     with (
         torch.inference_mode(),
-        tqdm(total=len(sentences), desc="encode", unit="sent", disable=not show_progress) as bar,
+        progress_bar(total=len(sentences), desc="encode", unit="sent", disable=not show_progress) as progress,
     ):
         for idx in batches:
             if reuse:
@@ -96,7 +96,7 @@ def encode(
             if out is None:
                 out = np.empty((len(sentences), emb.shape[1]), dtype=np.float32)
             out[idx] = emb
-            bar.update(len(idx))
+            progress.update(len(idx))
     return out
 
 

@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from hardcse.art.config import RLConfig, TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
@@ -34,6 +33,7 @@ from hardcse.distributed import mean_over_ranks, rank, rank_block, run_on_main, 
 from hardcse.encoder.build import load_encoder
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
+from hardcse.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def train(
     """RL steps from the trainer's step count to ``rl.steps``, each logged; a checkpoint every ``save_every``
     (``rollouts``: the resolved ``rl.rollout_engine``, which the checkpoint records)."""
     rl = config.rl
-    with tqdm(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
+    with progress_bar(total=rl.steps, initial=trainer.step_count, desc=rl.algorithm.upper(), unit="step") as bar:
         while trainer.step_count < rl.steps:
             step = trainer.step_count + 1
             anchors, kinds, groups = step_prompts(rl, train_anchors, step)

@@ -62,6 +62,7 @@ from hardcse.devices import resolve_device
 from hardcse.distributed import world_size
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
+from hardcse.progress import shown
 
 if TYPE_CHECKING:
     from hardcse.run_folder import RunFolder
@@ -184,7 +185,7 @@ def train_warm_start(
         report_to="none",
         save_strategy="no",
         logging_steps=1,
-        disable_tqdm=False,
+        disable_tqdm=not shown(),
         dataloader_num_workers=0,
     )
     start = time.perf_counter()

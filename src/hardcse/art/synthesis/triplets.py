@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from hardcse.art.config import FilterConfig, GeneratorConfig, MiningConfig
 from hardcse.art.generator.parsing import Parsed, parse_response
@@ -33,9 +33,11 @@ from hardcse.art.synthesis.mining import mine_negatives
 from hardcse.atomic import write_text_atomic
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.jsonl import jsonl_text
+from hardcse.data.triplet_dataset import triplet_dataset, write_triplet_dataset
 from hardcse.data.triplets import write_triplets
 from hardcse.distributed import gather_objects, rank_share, run_on_main
 from hardcse.engines import Engine
+from hardcse.progress import progress_bar
 
 
 @dataclass
@@ -76,6 +78,7 @@ def synthesize(
     decontamination: DecontaminationConfig | None = None,
     engine: Engine | None = None,
     cache_generations: bool = False,
+    card: Mapping[str, object] | None = None,
 ) -> SynthesisReport:
     """Generate, score and filter; writes ``synthetic.jsonl``, ``triplets.csv`` and ``synthesis.json``.
     With ``mine_from`` (a corpus), the generator writes only positives and each negative is mined from the
@@ -88,7 +91,9 @@ def synthesize(
     stream per batch, see module doc);
     ``cache_generations``: reuse the texts of an identical earlier generation (hardcse/art/generator/texts.py).
     ``filter_config.candidates`` k > 1: k responses per anchor and kind, the hardest that passes kept
-    (hardcse/art/synthesis/filter.py); the record keeps the others."""
+    (hardcse/art/synthesis/filter.py); the record keeps the others. The kept rows also go to ``dataset/``, a folder
+    ``datasets.load_dataset`` reads (hardcse/data/triplet_dataset.py), whose card names the generator, the filter
+    and the counts, then ``card``'s items (the discriminator, the command, the sentences' source and licence)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     generator = TextGenerator(
@@ -107,7 +112,7 @@ def synthesize(
     by_position: dict[int, dict] = {}
     # several processes: each takes every world_size-th batch, the same batches one process would make, so the
     # merged file is the one-process file (module doc: PyTorch byte for byte)
-    for rows in tqdm([batches[k] for k in rank_share(len(batches))], desc="generate", unit="batch"):
+    for rows in progress_bar([batches[k] for k in rank_share(len(batches))], desc="generate", unit="batch"):
         batch = [anchors[r] for r in rows]
         # rows in (kind, candidate, anchor) order: response (i, c, j) is row (i * n_candidates + c) * len(batch) + j
         kinds = [kind for kind in written_kinds for _ in range(n_candidates) for _ in batch]
@@ -155,13 +160,28 @@ def synthesize(
         texts = ["anchor", "positive", "negative", *(["mined_negative"] if both_negatives else [])]
         kept = [tuple(r[k] for k in texts) for r in records if r["drop_reason"] is None]
         write_triplets(out_dir / "triplets.csv", kept)
+        drops = dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common())
+        write_triplet_dataset(
+            out_dir / "dataset",
+            triplet_dataset(kept),
+            {
+                "generator": generator_source,
+                "sampling": f"temperature {generation.sampling_temperature}, seed {generation.seed}, "
+                f"{len(generation.few_shot)} demonstration(s), best of {n_candidates}",
+                "negatives": "mined from a corpus by the encoder" if mine_from is not None else "generated",
+                "filter": _filter_text(filter_config),
+                "counts": {"anchors": len(records), "kept": len(kept)},
+                "dropped": drops or {"none": 0},
+                **(card or {}),
+            },
+        )
         report = SynthesisReport(
             anchors=len(records),
             kept=len(kept),
             seconds=seconds,
             # a speed only where every token was written now: texts copied from the cache are no speed
             tokens_per_second=(tokens / seconds if seconds else 0.0) if not cached_batches else None,
-            drop_reasons=dict(Counter(r["drop_reason"] for r in records if r["drop_reason"]).most_common()),
+            drop_reasons=drops,
             cached_batches=cached_batches,
             candidates=n_candidates,
         )
@@ -169,6 +189,15 @@ def synthesize(
         return report
 
     return run_on_main(filter_and_write)  # rank 0 mines, filters and writes the merged records
+
+
+def _filter_text(config: FilterConfig) -> str:
+    """The filter's rule in words, for the dataset card."""
+    if config.rule == "none":
+        return "none: every parsed pair kept (the paper's w/o-filter ablation)"
+    if config.rule == "threshold":
+        return f"threshold: P(entailment) >= {config.min_entailment}, P(contradiction) >= {config.min_contradiction}"
+    return f"{config.rule} (margin {config.margin})"
 
 
 def _drop_eval_matches(passed: list[dict], config: DecontaminationConfig | None) -> None:

@@ -1,0 +1,138 @@
+"""The Python API (hardcse/api.py): the command line's stages called from Python, with datasets in and out."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import hardcse
+from hardcse.art.config import TuneConfig
+from hardcse.cli import main
+from hardcse.config import load_config, save_config
+from hardcse.errors import HardcseError
+
+GENERATION = ["generator.dtype=float32", "generator.max_new_tokens=16", "filter.rule=none", "filter.candidates=4"]
+SENTENCES = ["the cat runs very fast", "a dog sleeps here now", "the good cat sleeps a lot", "a bad dog runs the way"]
+
+
+@pytest.fixture
+def tiny_config(tiny_tune_overrides) -> TuneConfig:
+    return load_config(TuneConfig, overrides=[*tiny_tune_overrides, *GENERATION])
+
+
+def test_import_hardcse_loads_no_model_and_no_torch():
+    code = "import sys, hardcse; hardcse.generate_triplets; print('torch' in sys.modules, 'datasets' in sys.modules)"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert shown == ["False", "False"]
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        hardcse.nothing_here  # noqa: B018
+
+
+def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_path):
+    from datasets import load_dataset
+
+    from hardcse.data.triplets import read_triplets
+
+    result = hardcse.generate_triplets(SENTENCES, config=tiny_config, out=tmp_path / "api", scores=True, progress=False)
+    assert result.anchors == 4 and result.folder == tmp_path / "api"
+    kept = read_triplets(tmp_path / "api" / "triplets.csv")
+    assert result.dataset.column_names == ["anchor", "positive", "negative"]
+    assert [tuple(r.values()) for r in result.dataset] == kept
+    assert len(kept) + sum(result.dropped.values()) == 4
+    # the scores: the same rows, with what decided each, in columns of their own
+    assert result.scores["anchor"] == result.dataset["anchor"]
+    assert {"positive_probs", "negative_r2", "negative_reward"} <= set(result.scores.column_names)
+    # the run folder's dataset/ loads with datasets, and its card says what made it
+    loaded = load_dataset(str(tmp_path / "api" / "dataset"))["train"]
+    assert loaded.to_list() == result.dataset.to_list()
+    card = (tmp_path / "api" / "dataset" / "README.md").read_text()
+    assert card.startswith("---\nlicense: unknown\n") and f"**generator**: {tiny_config.generator.model}" in card
+    assert "**filter**: none: every parsed pair kept" in card and "**counts**: anchors 4, kept" in card
+
+    # the CLI writes the same triplets for the same config and sentences
+    (tmp_path / "s.txt").write_text("\n".join(SENTENCES) + "\n")
+    save_config(tiny_config, tmp_path / "tiny.yaml")
+    args = ["art", "generate", "--config", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "cli")]
+    assert main([*args, "--anchors", str(tmp_path / "s.txt")]) == 0
+    for name in ("triplets.csv", "synthetic.jsonl", "dataset/train.parquet"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes(), name
+
+    # a Dataset and its column are sentences too; a temporary folder leaves nothing behind
+    from datasets import Dataset
+
+    again = hardcse.generate_triplets(Dataset.from_dict({"sentence": SENTENCES}), column="sentence", config=tiny_config)
+    assert again.dataset.to_list() == result.dataset.to_list() and again.folder is None
+
+
+@pytest.mark.parametrize(
+    ("sentences", "column", "message"),
+    [
+        ("one sentence", "text", "give a list of sentences, not one string"),
+        (["fine", 3], "text", r"sentences\[1\]: int, not a string"),
+        (["fine", "  "], "text", r"sentences\[1\]: an empty sentence"),
+        (None, "text", "has no column 'text' \\(it has sentence\\); give column="),
+    ],
+)
+def test_generate_triplets_names_a_bad_input(sentences, column, message, tiny_config, tmp_path):
+    if sentences is None:
+        from datasets import Dataset
+
+        sentences = Dataset.from_dict({"sentence": SENTENCES})
+    with pytest.raises(HardcseError, match=message):
+        hardcse.generate_triplets(sentences, column=column, config=tiny_config, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_override_is_one_line_naming_it():
+    with pytest.raises(HardcseError, match="override filter.rul=none: "):
+        hardcse.generate_triplets(SENTENCES, config="quickstart", overrides=["filter.rul=none"])
+    with pytest.raises(HardcseError, match="give out=FOLDER"):
+        hardcse.art_run("quickstart")
+
+
+def test_a_call_leaves_the_callers_threads_random_state_and_bars_as_they_were(tiny_config, tmp_path):
+    from transformers.utils import logging as transformers_logging
+
+    from hardcse.library_call import library_call
+    from hardcse.progress import shown
+
+    threads, bars = torch.get_num_threads(), transformers_logging.is_progress_bar_enabled()
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    expected = (torch.rand(3), np.random.rand(3), random.random())
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    hardcse.generate_triplets(SENTENCES, config=tiny_config, out=tmp_path / "g", progress=False)
+    with library_call(progress=False):
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+        np.random.seed(0)
+        random.seed(0)
+        assert not shown() and not transformers_logging.is_progress_bar_enabled()
+    assert torch.get_num_threads() == threads and shown() and transformers_logging.is_progress_bar_enabled() == bars
+    drawn = (torch.rand(3), np.random.rand(3), random.random())
+    assert torch.equal(drawn[0], expected[0]) and np.array_equal(drawn[1], expected[1]) and drawn[2] == expected[2]
+
+
+def test_evaluate_sts_and_assay_return_values(tiny_encoder_dir, tmp_path):
+    from datasets import Dataset
+
+    record = hardcse.evaluate_sts(tiny_encoder_dir, ["STS-B-dev"], progress=False)
+    assert set(record["scores"]) == {"STS-B-dev"} and -100 <= record["scores"]["STS-B-dev"] <= 100
+    with pytest.raises(HardcseError, match="unknown task\\(s\\) \\['STS-X'\\]"):
+        hardcse.evaluate_sts(tiny_encoder_dir, ["STS-X"])
+
+    rows = [(f"the cat {w} runs", f"a cat {w} runs", f"no dog {w} sleeps") for w in ("good", "bad", "very", "a")]
+    one = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("anchor", "positive", "negative"))})
+    overrides = [f"encoder={tiny_encoder_dir}", "seeds=[1]", "eval_tasks=[STS-B-dev]", "training.batch_size=2"]
+    markdown = hardcse.run_assay({"a": one, "b": one}, tmp_path / "assay", overrides=overrides, progress=False)
+    assert "| b − a | +0.00 [+0.00, +0.00] |" in markdown  # the same rows, the same seeds: the same encoder
+    with pytest.raises(HardcseError, match="assay data 'x': no column negative"):
+        hardcse.run_assay({"x": one.remove_columns("negative")}, tmp_path / "assay2", overrides=overrides)
