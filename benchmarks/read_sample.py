@@ -1,14 +1,19 @@
 """A blind sample of kept triplets for a reader, and the reader's answers split back by side (for triplet_read.py).
 
     python benchmarks/read_sample.py sample --work DIR --sides A B [--count 100] --out SAMPLE_DIR
-    python benchmarks/read_sample.py split --out SAMPLE_DIR --folder benchmarks/results/NAME
+    python benchmarks/read_sample.py sample --work DIR --sides mined=assay_warm_start/mined/chunk-000 ... --out S
+    python benchmarks/read_sample.py split --out SAMPLE_DIR --folder benchmarks/results/NAME [--mined SIDE ...]
 
 ``sample``: the first ``--count`` kept triplets of each side's ``synthetic.jsonl`` in the benchmarks/warm_start.py
-work folder DIR, mixed in a seeded order and numbered, into SAMPLE_DIR/sample.jsonl (id, anchor, positive,
+work folder DIR (a side ``NAME=PATH`` reads DIR/PATH/synthetic.jsonl: benchmarks/warm_assay.py's chunks), mixed in a
+seeded order and numbered, into SAMPLE_DIR/sample.jsonl (id, anchor, positive,
 negative: nothing says which side wrote a triplet or how a model judged it) and SAMPLE_DIR/key.json (id -> side and
 the triplet's place in its side). The reader writes SAMPLE_DIR/read.jsonl, one judgment per id: ``positive_ok``,
-``negative_ok``, ``shortcuts`` (a list: ``deletion``, ``negation``) and a ``note``. ``split`` checks that every id is
-judged once and writes FOLDER/SIDE.jsonl, each side's judgments in its own order, for triplet_read.py.
+``negative_ok`` (the negative contradicts the anchor), ``negative_false_negative`` (the negative says what the
+anchor says), ``shortcuts`` (a list: ``deletion``, ``negation``) and a ``note``. ``split`` checks that every id is
+judged once and writes FOLDER/SIDE.jsonl, each side's judgments in its own order, for triplet_read.py; a side named
+in ``--mined`` (its negatives mined from a corpus: a good one is unrelated, not a contradiction) keeps
+``negative_false_negative`` only, which triplet_read.py counts for mined negatives.
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ import random
 import sys
 from pathlib import Path
 
-FIELDS = ("positive_ok", "negative_ok", "shortcuts", "note")
+FIELDS = ("positive_ok", "negative_ok", "negative_false_negative", "shortcuts", "note")
 
 
 def sample(work: Path, sides: list[str], count: int, out: Path, seed: int = 0) -> None:
     rows = []
-    for side in sides:
-        lines = (work / side / "synthetic.jsonl").read_text().splitlines()
+    for given in sides:
+        side, _, path = given.partition("=")
+        lines = (work / (path or side) / "synthetic.jsonl").read_text().splitlines()
         kept = [r for r in map(json.loads, lines) if r["drop_reason"] is None][:count]
         if len(kept) < count:
-            sys.exit(f"error: {work / side}: {len(kept)} kept triplets, fewer than --count {count}")
+            sys.exit(f"error: {work / (path or side)}: {len(kept)} kept triplets, fewer than --count {count}")
         rows += [(side, i, r) for i, r in enumerate(kept)]
     random.Random(seed).shuffle(rows)
     out.mkdir(parents=True, exist_ok=True)
@@ -40,7 +46,7 @@ def sample(work: Path, sides: list[str], count: int, out: Path, seed: int = 0) -
     (out / "key.json").write_text(json.dumps(key, indent=1))
 
 
-def split(out: Path, folder: Path) -> None:
+def split(out: Path, folder: Path, mined: list[str]) -> None:
     key = json.loads((out / "key.json").read_text())
     texts = {str(r["id"]): r for r in map(json.loads, (out / "sample.jsonl").read_text().splitlines())}
     read = [json.loads(line) for line in (out / "read.jsonl").read_text().splitlines() if line.strip()]
@@ -56,7 +62,8 @@ def split(out: Path, folder: Path) -> None:
         text = texts[str(r["id"])]
         by_side.setdefault(place["side"], []).append(
             {"idx": place["idx"], "anchor": text["anchor"], "positive": text["positive"],
-             "negative": text["negative"], **{f: r[f] for f in FIELDS}, "sample_id": r["id"]}
+             "negative": text["negative"], "sample_id": r["id"],
+             **{f: r[f] for f in FIELDS if not (f == "negative_ok" and place["side"] in mined)}}
         )  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
     for side, rows in by_side.items():
@@ -75,11 +82,12 @@ def main() -> None:
     p = sub.add_parser("split")
     p.add_argument("--out", required=True)
     p.add_argument("--folder", required=True)
+    p.add_argument("--mined", nargs="*", default=[], help="sides whose negatives were mined")
     args = parser.parse_args()
     if args.command == "sample":
         sample(Path(args.work), args.sides, args.count, Path(args.out))
     else:
-        split(Path(args.out), Path(args.folder))
+        split(Path(args.out), Path(args.folder), args.mined)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from record import RESULTS, write_record
@@ -55,10 +56,11 @@ def main() -> None:
         path.stem: counts([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
         for path in sorted(Path(args.folder).glob("*.jsonl"))
     }
+    shown = os.path.relpath(Path(args.folder).resolve(), RESULTS.parent.parent)  # as the repository names it
     lines = [
         "A count of a reader's judgments: any machine gives the same. Each side's first kept triplets, in the work "
         "folder's order, read by a reader who did not make them (a separate assistant session, not a human "
-        "annotator); the judgments and a note for each are in benchmarks/results/warm_start_read/. Deletion "
+        f"annotator); the judgments and a note for each are in {shown}/. Deletion "
         "positives count near-deletions (an article or a number changed) too; the reader's shortcut labels sometimes "
         "disagree with its own notes, so those counts are approximate. One reader, no agreement check.",
         "",

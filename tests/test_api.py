@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -136,3 +137,24 @@ def test_evaluate_sts_and_assay_return_values(tiny_encoder_dir, tmp_path):
     assert "| b − a | +0.00 [+0.00, +0.00] |" in markdown  # the same rows, the same seeds: the same encoder
     with pytest.raises(HardcseError, match="assay data 'x': no column negative"):
         hardcse.run_assay({"x": one.remove_columns("negative")}, tmp_path / "assay2", overrides=overrides)
+
+
+def test_train_discriminator_trains_once_a_machine_and_returns_the_cached_model(tiny_bert_dir, tmp_path, monkeypatch):
+    from hardcse.discriminator import kept
+    from hardcse.discriminator.train import NLITrainConfig
+
+    monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the training's scratch folder goes
+    (tmp_path / "tmp").mkdir()
+    rows = [("A man sleeps.", "A man rests.", "entailment"), ("A cat sits.", "A dog runs.", "contradiction")]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("premise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows * 4))
+    files = [f"base_model={tiny_bert_dir}", f"train_files=[{pairs}]", f"dev_files=[{pairs}]"]
+    training = load_config(NLITrainConfig, overrides=[*files, "training.batch_size=4", "training.eval_steps=2"])
+    trainings = []
+    train_nli = kept.train_nli
+    monkeypatch.setattr(kept, "train_nli", lambda *a: trainings.append(1) or train_nli(*a))
+    first = hardcse.train_discriminator(training, progress=False)
+    second = hardcse.train_discriminator(training, progress=False)
+    assert first == second and first.parent == tmp_path / "cache" / "discriminator" and len(trainings) == 1
+    assert (first / "model.safetensors").is_file() and not list((tmp_path / "tmp").iterdir())  # no scratch left

@@ -10,6 +10,7 @@ progress bars off (hardcse/library_call.py). hardcse logs through the ``hardcse`
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -120,22 +121,20 @@ def generate_triplets(
 def train_discriminator(training: NLITrainConfig | None = None, *, progress: bool = True) -> Path:
     """The NLI discriminator ``training`` describes (default: the quickstart's, 8,000 pairs of its share), trained
     once per machine and kept in the model cache (``hardcse prepare`` trains the quickstart's): returns its
-    folder there, or, where the cache cannot hold it, a folder of its own beside it."""
+    folder there, or, where the cache cannot hold it (a full disk), the folder it trained in, under the system's
+    temporary folder."""
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
     from hardcse.discriminator.kept import is_kept, train_or_copy
-    from hardcse.paths import cache_dir
 
     training = training or load_config(ArtRunConfig, "quickstart").discriminator_training
     with library_call(progress):
-        scratch = Path(tempfile.mkdtemp(prefix="discriminator-", dir=_ensured(cache_dir())))
+        scratch = Path(tempfile.mkdtemp(prefix="hardcse-discriminator-"))
         entry = train_or_copy(training, scratch / "model")
-        if is_kept(entry):
-            import shutil
-
-            shutil.rmtree(scratch)
-            return entry
-        return scratch / "model"
+        if not is_kept(entry):
+            return scratch / "model"
+        shutil.rmtree(scratch)
+        return entry
 
 
 def art_run(
@@ -271,8 +270,3 @@ def _tune_config(config: str | Path | ArtRunConfig | TuneConfig, overrides: Sequ
         return tune
     # as a run's synthesis samples (hardcse/art/run.py)
     return replace(tune, generator=replace(tune.generator, sampling_temperature=run.synthesis_temperature))
-
-
-def _ensured(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
