@@ -81,6 +81,7 @@ def generate_triplets(
     ``discriminator``: an NLI model folder; by default the config's, trained once per machine where the config says
     ``train`` (:func:`train_discriminator`). ``encoder``: the encoder whose cosines make the reward's difficulty
     term. ``out``: the run folder (``dataset/`` in it holds the rows as Parquet with a dataset card)."""
+    from hardcse.art.config import TuneConfig
     from hardcse.art.synthesis.run import synthesis_run
     from hardcse.data.jsonl import read_jsonl
     from hardcse.data.triplet_dataset import triplet_dataset
@@ -91,6 +92,9 @@ def generate_triplets(
         tune = _tune_config(config, overrides)
         folder = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory())) / "run"
         if discriminator is None and tune.discriminator == "train":
+            if isinstance(config, TuneConfig):
+                raise HardcseError("discriminator: train needs an ART run config's discriminator_training; give "
+                                   "discriminator=FOLDER with a TuneConfig")  # fmt: skip
             training = _art_config(config, overrides).discriminator_training
             discriminator = train_discriminator(training, progress=progress)
         swaps = {"discriminator": discriminator, "encoder": encoder}
