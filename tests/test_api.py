@@ -34,7 +34,7 @@ def test_import_hardcse_loads_no_model_and_no_torch():
         hardcse.nothing_here  # noqa: B018
 
 
-def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_path):
+def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_path, monkeypatch):
     from datasets import load_dataset
 
     from hardcse.data.triplets import read_triplets
@@ -48,6 +48,7 @@ def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_pa
     # the scores: the same rows, with what decided each, in columns of their own
     assert result.scores["anchor"] == result.dataset["anchor"]
     assert {"positive_probs", "negative_r2", "negative_reward"} <= set(result.scores.column_names)
+    assert all(len(p) == 3 for p in result.scores["positive_probs"]) and None not in result.scores["negative_reward"]
     # the run folder's dataset/ loads with datasets, and its card says what made it
     loaded = load_dataset(str(tmp_path / "api" / "dataset"))["train"]
     assert loaded.to_list() == result.dataset.to_list()
@@ -55,19 +56,24 @@ def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_pa
     assert card.startswith("---\nlicense: unknown\n") and f"**generator**: {tiny_config.generator.model}" in card
     assert "**filter**: none: every parsed pair kept" in card and "**counts**: anchors 4, kept" in card
 
-    # the CLI writes the same triplets for the same config and sentences
+    # the CLI writes the same triplets for the same config file and sentences, and so does the API given the file
     (tmp_path / "s.txt").write_text("\n".join(SENTENCES) + "\n")
     save_config(tiny_config, tmp_path / "tiny.yaml")
     args = ["art", "generate", "--config", str(tmp_path / "tiny.yaml"), "--out", str(tmp_path / "cli")]
     assert main([*args, "--anchors", str(tmp_path / "s.txt")]) == 0
+    by_file = hardcse.generate_triplets(SENTENCES, config=tmp_path / "tiny.yaml", out=tmp_path / "file")
     for name in ("triplets.csv", "synthetic.jsonl", "dataset/train.parquet"):
-        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes(), name
+        for other in ("cli", "file"):
+            assert (tmp_path / other / name).read_bytes() == (tmp_path / "api" / name).read_bytes(), (other, name)
 
     # a Dataset and its column are sentences too; a temporary folder leaves nothing behind
     from datasets import Dataset
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     again = hardcse.generate_triplets(Dataset.from_dict({"sentence": SENTENCES}), column="sentence", config=tiny_config)
     assert again.dataset.to_list() == result.dataset.to_list() and again.folder is None
+    assert by_file.dataset.to_list() == result.dataset.to_list() and not list((tmp_path / "tmp").iterdir())
 
 
 @pytest.mark.parametrize(
@@ -76,6 +82,7 @@ def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_pa
         ("one sentence", "text", "give a list of sentences, not one string"),
         (["fine", 3], "text", r"sentences\[1\]: int, not a string"),
         (["fine", "  "], "text", r"sentences\[1\]: an empty sentence"),
+        (7, "text", "give a list of sentences, not int"),
         (None, "text", "has no column 'text' \\(it has sentence\\); give column="),
     ],
 )
@@ -84,25 +91,49 @@ def test_generate_triplets_names_a_bad_input(sentences, column, message, tiny_co
         from datasets import Dataset
 
         sentences = Dataset.from_dict({"sentence": SENTENCES})
-    with pytest.raises(HardcseError, match=message):
+    with pytest.raises(HardcseError, match=message) as raised:
         hardcse.generate_triplets(sentences, column=column, config=tiny_config, out=tmp_path / "out")
-    assert not (tmp_path / "out").exists()
+    assert "\n" not in str(raised.value) and not (tmp_path / "out").exists()
 
 
-def test_a_bad_override_is_one_line_naming_it():
-    with pytest.raises(HardcseError, match="override filter.rul=none: "):
-        hardcse.generate_triplets(SENTENCES, config="quickstart", overrides=["filter.rul=none"])
-    with pytest.raises(HardcseError, match="give out=FOLDER"):
-        hardcse.art_run("quickstart")
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: hardcse.generate_triplets(SENTENCES, overrides=["filter.rul=none"]), "override filter.rul=none: "),
+        (lambda: hardcse.generate_triplets(SENTENCES, overrides="filter.rule=none"), "not one string"),
+        (lambda: hardcse.generate_triplets(SENTENCES, config=3), "config: int; give a config's name"),
+        (lambda: hardcse.generate_triplets(SENTENCES, overrides=["negatives=mined"]), "mine_hard_negatives"),
+        (lambda: hardcse.generate_triplets(SENTENCES, overrides=["warm_start.steps=5"]), "give generator=FOLDER"),
+        (lambda: hardcse.generate_triplets(SENTENCES, config=TuneConfig(), overrides=["rl.steps=2"]), "replace"),
+        (lambda: hardcse.art_run("quickstart"), "give out=FOLDER"),
+        (lambda: hardcse.run_assay(["a.csv"], "out"), "give a dict of training sets"),
+        (lambda: hardcse.run_assay({"../x": "a.csv"}, "out"), "name '../x'; use letters"),
+        (lambda: hardcse.run_assay({"x": [("a", "b", "c")]}, "out"), "no column anchor, positive, negative"),
+        (lambda: hardcse.evaluate_sts("bundled:minilm-l6", "STS-B-dev"), "not one string"),
+        (lambda: hardcse.evaluate_sts(3, ["STS-B-dev"]), "model: int"),
+        (lambda: hardcse.train_discriminator("quickstart"), "training: str; give an NLITrainConfig"),
+    ],
+)
+def test_a_mistake_is_one_line_naming_the_argument_or_key(call, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(HardcseError, match=message) as raised:
+        call()
+    assert "\n" not in str(raised.value) and not (tmp_path / "out").exists() and not (tmp_path / "out-data").exists()
 
 
-def test_a_call_leaves_the_callers_threads_random_state_and_bars_as_they_were(tiny_config, tmp_path):
+def test_a_call_leaves_the_callers_threads_random_state_and_bars_as_they_were(tiny_config, tmp_path, capsys):
+    import datasets
+    import huggingface_hub.utils as hub_utils
     from transformers.utils import logging as transformers_logging
 
     from hardcse.library_call import library_call
     from hardcse.progress import shown
 
-    threads, bars = torch.get_num_threads(), transformers_logging.is_progress_bar_enabled()
+    def bars() -> tuple[bool, ...]:
+        switches = (transformers_logging.is_progress_bar_enabled(), datasets.is_progress_bar_enabled())
+        return (*switches, hub_utils.are_progress_bars_disabled())
+
+    threads, shown_before = torch.get_num_threads(), bars()
     torch.manual_seed(11)
     np.random.seed(11)
     random.seed(11)
@@ -110,14 +141,17 @@ def test_a_call_leaves_the_callers_threads_random_state_and_bars_as_they_were(ti
     torch.manual_seed(11)
     np.random.seed(11)
     random.seed(11)
+    capsys.readouterr()
     hardcse.generate_triplets(SENTENCES, config=tiny_config, out=tmp_path / "g", progress=False)
+    quiet = capsys.readouterr()
+    assert "generate:" not in quiet.err and "== synthesis" not in quiet.out  # no bar, no stage line
     with library_call(progress=False):
         torch.set_num_threads(1)
         torch.manual_seed(0)
         np.random.seed(0)
         random.seed(0)
-        assert not shown() and not transformers_logging.is_progress_bar_enabled()
-    assert torch.get_num_threads() == threads and shown() and transformers_logging.is_progress_bar_enabled() == bars
+        assert not shown() and bars() == (False, False, True)
+    assert torch.get_num_threads() == threads and shown() and bars() == shown_before
     drawn = (torch.rand(3), np.random.rand(3), random.random())
     assert torch.equal(drawn[0], expected[0]) and np.array_equal(drawn[1], expected[1]) and drawn[2] == expected[2]
 

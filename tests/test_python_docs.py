@@ -1,5 +1,6 @@
 """docs/python.md runs as written: its Python blocks, in order, in one fresh process on the bundled models, at the
-smoke config's size (``config="smoke"`` in place of the quickstart, a corpus file under the page's name)."""
+smoke config's size: ``config="smoke"`` in place of the quickstart and 8 sentences in place of 300, from a
+``my_sentences.txt`` of the bundled Wikipedia sentences (the 620 that art_run needs)."""
 
 import re
 import subprocess
@@ -23,11 +24,13 @@ def page_blocks() -> list[str]:
 def test_the_python_page_runs_from_sentences_to_a_trained_encoder_and_an_art_round(tmp_path):
     blocks = page_blocks()
     script = "\n".join(blocks)
-    assert script.count('"quickstart"') == 2  # generate_triplets and art_run: both swapped for the smoke config
-    script = script.replace('"quickstart"', '"smoke"')
-    sentences = [s for s in (data_dir() / WIKI_SENTENCES).read_text(encoding="utf-8").splitlines()]
+    assert script.count('"quickstart"') == 2 and script.count("sentences[:300]") == 1  # the two swaps below
+    script = script.replace('"quickstart"', '"smoke"').replace("sentences[:300]", "sentences[:8]")
     corpus = re.search(r"anchors\.corpus=([\w.]+)", script).group(1)
-    (tmp_path / corpus).write_text("\n".join(s for s in sentences if 6 <= len(s.split()) <= 40) + "\n")
+    assert f'Path("{corpus}")' in script  # the file the first block reads is the one art_run reads
+    sentences = (data_dir() / WIKI_SENTENCES).read_text(encoding="utf-8").splitlines()
+    usable = [s for s in dict.fromkeys(sentences) if 6 <= len(s.split()) <= 40]
+    (tmp_path / corpus).write_text("\n".join(usable[:700]) + "\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     shown = done.stdout

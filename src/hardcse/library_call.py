@@ -4,6 +4,8 @@ hardcse's stages seed torch, numpy and Python's ``random`` (transformers' Traine
 torch's thread count. Around a call from Python (hardcse/api.py) :func:`library_call` saves those and restores them
 after; with ``progress=False`` the call draws no progress bar: hardcse's own (hardcse/progress.py), the trainers'
 (``disable_tqdm``), and those of transformers, datasets and huggingface_hub (their own switches, set back after).
+Those three switches are the process's, so two calls in threads at once may leave them as the other found them;
+hardcse's own switch is the calling context's.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def library_call(progress: bool = True) -> Iterator[None]:
 
     threads = torch.get_num_threads()
     states = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # seeded by manual_seed too
     switches = [  # (on now, turn on, turn off) of each library's bars
         (transformers_logging.is_progress_bar_enabled(), transformers_logging.enable_progress_bar,
          transformers_logging.disable_progress_bar),
@@ -47,3 +50,5 @@ def library_call(progress: bool = True) -> Iterator[None]:
         torch.random.set_rng_state(states[0])
         np.random.set_state(states[1])
         random.setstate(states[2])
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)

@@ -1,7 +1,8 @@
 """hardcse's progress bars, which a caller can turn off for one call (hardcse/library_call.py).
 
 The switch is a :class:`contextvars.ContextVar`: it holds for the call that set it (and the threads it starts with
-a copied context) and is reset when the call ends, so two callers never see each other's setting.
+a copied context) and is reset when the call ends, so two callers never see each other's setting of hardcse's bars
+(the libraries' own switches are the process's: hardcse/library_call.py).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from hardcse.errors import HardcseError
 from hardcse.folder_checks import check_output_folder, check_resumable
 from hardcse.logs import log_to_file
 from hardcse.machine import library_versions, machine_record
+from hardcse.progress import shown
 
 log = logging.getLogger(__name__)
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
@@ -204,7 +205,7 @@ class RunFolder:
         if partial.exists() and not keep_partial and not in_place and is_main():
             remove(partial)
         log.info("stage %s: start", name)
-        if is_main():
+        if is_main() and shown():  # progress on stdout, as the CLI shows it; a caller may turn it off
             print(f"== {name}", flush=True)
         stages = self.manifest["stages"]
         attempts = stages.get(name, {}).get("attempts", 0) + 1  # counts attempts that were killed

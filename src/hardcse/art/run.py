@@ -28,7 +28,7 @@ from hardcse.art.reward.terms import check_terms, config_terms
 from hardcse.art.rl.tuning import check_rank_shares, tune_generator
 from hardcse.art.rl.warm_start import check_warm_start, warm_start_stage
 from hardcse.art.synthesis.anchors import split_anchors
-from hardcse.art.synthesis.run import corpus_licence
+from hardcse.art.synthesis.run import corpus_licence, dataset_card, synthesis_generation
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.atomic import write_json_atomic
 from hardcse.data.decontamination import Decontamination, triplet_texts
@@ -193,9 +193,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
 
         encoder = load_encoder(encoder_source, pooling, device=config.device)
         reward = Reward(run.discriminator, encoder, config.reward, run.engine)
-        generation = config.generator
-        if config.synthesis_temperature is not None:
-            generation = dataclasses.replace(generation, sampling_temperature=config.synthesis_temperature)
+        generation = synthesis_generation(config)
         # negatives: mined: candidates from the run's whole training corpus (the round's anchors excluded)
         corpus = split_anchors(config.anchors).train if config.negatives in ("mined", "both") else None
         synthesize(
@@ -211,13 +209,13 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
             decontamination=config.decontamination,
             engine=run.engine,
             cache_generations=config.reuse,
-            card={
-                "discriminator": run.discriminator_source,
-                "encoder (difficulty)": encoder_source,
-                "command": f"hardcse art run --out {run.dir} (round {r})",
-                "sentences": config.anchors.corpus or "the bundled Wikipedia sentences",
-                "licence": corpus_licence(config.anchors.corpus),
-            },
+            card=dataset_card(
+                run.discriminator_source,
+                encoder_source,
+                f"hardcse art run --out {run.dir} (round {r})",
+                config.anchors.corpus or "the bundled Wikipedia sentences",
+                corpus_licence(config.anchors.corpus),
+            ),
         )
 
     # synthesis writes synthetic.jsonl and triplets.csv, then synthesis.json last: that file marks it done

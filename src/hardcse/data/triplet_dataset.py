@@ -10,6 +10,7 @@ the positive as one more negative.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,7 +74,9 @@ def card_text(dataset: Dataset, card: Mapping[str, object]) -> str:
         "tags": ["hardcse", "sentence-transformers", "triplets", "hard-negatives"],
         "size_categories": [_size_category(len(dataset))],
         "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": DATA_FILE}]}],
-        "dataset_info": {"features": [{"name": n, "dtype": str(f.dtype)} for n, f in dataset.features.items()]},
+        "dataset_info": {
+            "features": [{"name": n, "dtype": str(getattr(f, "dtype", f))} for n, f in dataset.features.items()]
+        },
     }
     lines = [
         "---",
@@ -101,7 +104,8 @@ def _hub_licence(text: str) -> str:
     """The Hub's licence identifier of ``text`` where one is named (``cc-by-sa-4.0``, ...), else ``other``."""
     known = {"cc by-sa 4.0": "cc-by-sa-4.0", "cc by-sa": "cc-by-sa-4.0", "apache-2.0": "apache-2.0", "mit": "mit"}
     lowered = text.lower()
-    return next((v for k, v in known.items() if k in lowered), "unknown" if lowered.startswith("unknown") else "other")
+    named = (v for k, v in known.items() if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", lowered))
+    return next(named, "unknown" if lowered.startswith("unknown") else "other")
 
 
 def _size_category(n: int) -> str:

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from hardcse.art.config import TuneConfig
+from hardcse.art.config import ArtRunConfig, GeneratorConfig, TuneConfig
 from hardcse.errors import HardcseError
 
 HELD_OUT = "held-out"  # the anchor split kept from tuning
@@ -72,13 +73,9 @@ def synthesis_run(
         )
     check_model_sources({"encoder": config.encoder, "discriminator": config.discriminator, "generator": source})
     check_terms(config_terms(config.reward.terms), texts)
-    card = {
-        "discriminator": config.discriminator,
-        "encoder (difficulty)": config.encoder,
-        "command": command_line or f"hardcse art generate --out {out}",
-        "sentences": named,
-        "licence": licence or corpus_licence(config.anchors.corpus if anchors == HELD_OUT else anchors),
-    }
+    corpus = config.anchors.corpus if anchors == HELD_OUT else anchors
+    command = command_line or f"hardcse art generate --out {out}"
+    card = dataset_card(config.discriminator, config.encoder, command, named, licence or corpus_licence(corpus))
     with folder as run:
         run.record("inputs", inputs)
 
@@ -104,6 +101,24 @@ def synthesis_run(
     return json.loads(done.read_text(encoding="utf-8"))
 
 
+def synthesis_generation(config: ArtRunConfig) -> GeneratorConfig:
+    """The generator's settings as a run's synthesis samples: ``synthesis_temperature`` where the config sets one."""
+    if config.synthesis_temperature is None:
+        return config.generator
+    return dataclasses.replace(config.generator, sampling_temperature=config.synthesis_temperature)
+
+
+def dataset_card(discriminator: str, encoder: str, command: str, sentences: str, licence: str) -> dict[str, str]:
+    """What a caller of synthesis adds to the dataset card (hardcse/data/triplet_dataset.py)."""
+    return {
+        "discriminator": discriminator,
+        "encoder (difficulty)": encoder,
+        "command": command,
+        "sentences": sentences,
+        "licence": licence,
+    }
+
+
 def corpus_licence(corpus: object) -> str:
     """The dataset card's licence of anchors from ``corpus``: the bundled Wikipedia sample's (None) or unknown."""
     return WIKI_LICENCE if corpus is None else "unknown: the licence of the sentences given"
@@ -111,8 +126,9 @@ def corpus_licence(corpus: object) -> str:
 
 def check_sentences(sentences: Sequence[str]) -> list[str]:
     """A list of sentences given in Python, checked as a file's rows are: each a non-empty string."""
-    if isinstance(sentences, str):
-        raise HardcseError("sentences: give a list of sentences, not one string")
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        what = "one string" if isinstance(sentences, str) else type(sentences).__name__
+        raise HardcseError(f"sentences: give a list of sentences, not {what}")
     texts = list(sentences)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
