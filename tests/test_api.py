@@ -56,6 +56,11 @@ def test_generate_triplets_gives_the_cli_files_and_a_dataset(tiny_config, tmp_pa
     assert card.startswith("---\nlicense: unknown\n") and f"**generator**: {tiny_config.generator.model}" in card
     assert "**filter**: none: every parsed pair kept" in card and "**counts**: anchors 4, kept" in card
 
+    # a second call on the finished folder says how to go on, in the function's terms
+    with pytest.raises(HardcseError, match="pass resume=True to continue it, overwrite=True to start it again"):
+        hardcse.generate_triplets(SENTENCES, config=tiny_config, out=tmp_path / "api")
+    assert hardcse.generate_triplets(SENTENCES, config=tiny_config, out=tmp_path / "api", resume=True).anchors == 4
+
     # the CLI writes the same triplets for the same config file and sentences, and so does the API given the file
     (tmp_path / "s.txt").write_text("\n".join(SENTENCES) + "\n")
     save_config(tiny_config, tmp_path / "tiny.yaml")
@@ -154,6 +159,15 @@ def test_a_call_leaves_the_callers_threads_random_state_and_bars_as_they_were(ti
     assert torch.get_num_threads() == threads and shown() and bars() == shown_before
     drawn = (torch.rand(3), np.random.rand(3), random.random())
     assert torch.equal(drawn[0], expected[0]) and np.array_equal(drawn[1], expected[1]) and drawn[2] == expected[2]
+
+
+def test_messages_name_the_functions_arguments_outside_backticks():
+    from hardcse.api import python_terms
+
+    message = "x exists; pass --resume to continue it, --overwrite to start it; `hardcse art run --resume` or --out y"
+    assert python_terms(message) == (
+        "x exists; pass resume=True to continue it, overwrite=True to start it; `hardcse art run --resume` or out y"
+    )
 
 
 def test_evaluate_sts_and_assay_return_values(tiny_encoder_dir, tmp_path):

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -96,7 +97,7 @@ def generate_triplets(
     from hardcse.data.triplets import read_triplets
 
     texts = _sentences(sentences, column)
-    with library_call(progress), ExitStack() as stack:
+    with _call(progress), ExitStack() as stack:
         run, tune = _generate_configs(config, overrides)
         folder = Path(out) if out is not None else _temporary(stack) / "run"
         if discriminator is None and tune.discriminator == TRAIN_IN_RUN:
@@ -148,7 +149,7 @@ def train_discriminator(training: NLITrainConfig | None = None, *, keep: bool = 
         training = load_config(ArtRunConfig, "quickstart").discriminator_training
     if not isinstance(training, NLITrainConfig):
         raise HardcseError(f"training: {type(training).__name__}; give an NLITrainConfig (or None: the quickstart's)")
-    with library_call(progress):
+    with _call(progress):
         scratch = Path(tempfile.mkdtemp(prefix="hardcse-discriminator-"))
         try:
             if not keep:
@@ -179,7 +180,7 @@ def art_run(
 
     if out is None:
         raise HardcseError("art_run: give out=FOLDER, the run folder (its encoder and report stay there)")
-    with library_call(progress):
+    with _call(progress):
         final = run_rounds(_art_config(config, overrides), out, resume=resume, overwrite=overwrite)
     folder = Path(out)
     rounds = sorted(folder.glob("round_*/eval.json"), key=lambda p: int(p.parent.name.split("_")[1]))
@@ -235,7 +236,7 @@ def run_assay(
             path.parent.mkdir(parents=True, exist_ok=True)
             write_triplets(path, rows)
         files.append(str(path))
-    with library_call(progress):
+    with _call(progress):
         return assay_run(replace(base, data=files, names=list(data)), folder, resume=resume, overwrite=overwrite)
 
 
@@ -258,7 +259,7 @@ def evaluate_sts(
         raise HardcseError(f"evaluate_sts: unknown task(s) {unknown}; known: {', '.join(KNOWN_TASKS)}")
     if not isinstance(model, (str, Path, SentenceTransformer)):
         raise HardcseError(f"model: {type(model).__name__}; give a SentenceTransformer, a folder or a model name")
-    with library_call(progress):
+    with _call(progress):
         encoder = model if isinstance(model, SentenceTransformer) else load_encoder(model, progress=progress)
         result = evaluate(encoder, tasks, show_progress=progress).to_dict()
     result.pop("cosines")
@@ -270,7 +271,7 @@ def load_encoder(source: str | Path = "bundled:minilm-l6", *, progress: bool = T
     ships), a folder, a finished run folder (its final encoder) or a hub id."""
     from hardcse.encoder.build import load_encoder as load
 
-    with library_call(progress):
+    with _call(progress):
         return load(str(source))
 
 
@@ -279,7 +280,7 @@ def model_folder(source: str | Path, *, progress: bool = True) -> Path:
     from its GGUF once per machine): what ``from_pretrained`` loads."""
     from hardcse.resources import resolve_model
 
-    with library_call(progress):
+    with _call(progress):
         return resolve_model(str(source))
 
 
@@ -294,6 +295,26 @@ def _sentences(sentences: Sequence[str] | Dataset, column: str) -> list[str]:
             )
         return check_sentences(sentences[column])
     return check_sentences(sentences)
+
+
+@contextmanager
+def _call(progress: bool) -> Iterator[None]:
+    """:func:`library_call`, with a mistake's message in this module's terms: ``resume=True`` where the command
+    line's says ``--resume`` (commands in backticks stay as they are)."""
+    try:
+        with library_call(progress):
+            yield
+    except HardcseError as e:
+        raise HardcseError(python_terms(str(e))) from None
+
+
+def python_terms(message: str) -> str:
+    """``message`` with the command line's flags named as this module's arguments, outside backticks."""
+    flags = {"--resume": "resume=True", "--overwrite": "overwrite=True", "--out": "out"}
+    parts = message.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"--(resume|overwrite|out)\b", lambda m: flags[m.group(0)], parts[i])
+    return "`".join(parts)
 
 
 def _score_names(records: list[dict]) -> list[str]:
