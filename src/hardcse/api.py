@@ -319,8 +319,9 @@ def python_terms(message: str) -> str:
 
 def _score_names(records: list[dict]) -> list[str]:
     """The fields of a kept record that scored it (probabilities, cosine, the reward's terms, the reward), per
-    kind: every ``positive_*`` / ``negative_*`` field but the texts and the parse status."""
-    texts = {"raw", "reason", "source"}
+    kind: every ``positive_*`` / ``negative_*`` field but the texts, the parse status and best of k's other
+    candidates (in ``synthetic.jsonl``)."""
+    texts = {"raw", "reason", "source", "others"}
     fields = records[0] if records else {}
     return [k for k in fields if k.startswith(("positive_", "negative_")) and k.split("_", 1)[1] not in texts]
 
