@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -81,13 +82,14 @@ def main() -> None:
                     },
                 }
             results[f"{side} {kind}"] = entry
-    payload = {"folder": args.folder, "sides": args.sides, "results": results}
+    folder = os.path.relpath(Path(args.folder).resolve(), RESULTS.parent.parent)  # as the repository names it
+    payload = {"folder": folder, "sides": args.sides, "results": results}
     write_record(args.name, "Do the NLI models agree with the read?", page(payload), payload)
 
 
 def page(p: dict) -> list[str]:
     lines = [
-        f"The read: {p['folder']} (one reader, an assistant session; benchmarks/results/warm_start_read.md). "
+        f"The read: {p['folder']}/ (one reader, an assistant session; its count: {p['folder']}.md). "
         "Probability: of the label the answer needs. AUC: a right answer's probability above a wrong one's "
         "(0.5: no signal), 95% bootstrap over answers. The thresholds are looked at on the answers they are scored "
         "on (in-sample).",

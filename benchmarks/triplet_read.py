@@ -1,6 +1,7 @@
 """A read of kept triplets, counted: how many a reader who did not make them calls wrong.
 
     python benchmarks/triplet_read.py [--folder benchmarks/results/warm_start_read] [--name warm_start_read]
+        [--compare A:B ...]
 
 FOLDER holds one ``SIDE.jsonl`` per side read, a judgment per kept triplet: ``positive_ok`` (the anchor entails the
 positive), ``negative_ok`` (the negative contradicts the anchor; a generated negative) or
@@ -9,13 +10,16 @@ positive is the anchor with words deleted; ``negation``: the negative only adds 
 reads of 2026-12-02 were made by a separate assistant session (not a human annotator) given the first kept records
 of benchmarks/warm_start.py's work folder (``--out`` of benchmarks/results/warm_start.md) and the definitions above,
 who had not made them. Counting needs no model: any machine gives the same. Writes benchmarks/results/NAME.md and
-NAME.json.
+NAME.json. ``--compare A:B``: B - A of each share (wrong positive, wrong negative, wrong triplet), with a 95% interval
+by the normal approximation for two independent samples: the sides read their own first kept triplets, so the
+anchors overlap but are not paired.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 
@@ -47,10 +51,18 @@ def counts(rows: list[dict]) -> dict:
     }
 
 
+def share_difference(a: int, n_a: int, b: int, n_b: int) -> dict:
+    """b/n_b - a/n_a with its 95% interval (normal approximation, independent samples)."""
+    p, q = a / n_a, b / n_b
+    half = 1.96 * math.sqrt(p * (1 - p) / n_a + q * (1 - q) / n_b)
+    return {"estimate": q - p, "low": q - p - half, "high": q - p + half}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", default=str(RESULTS / "warm_start_read"), help="the reads, SIDE.jsonl each")
     parser.add_argument("--name", default="warm_start_read", help="the record's name in benchmarks/results")
+    parser.add_argument("--compare", nargs="*", default=[], metavar="A:B", help="B - A of the wrong shares")
     args = parser.parse_args()
     sides = {
         path.stem: counts([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
@@ -74,7 +86,22 @@ def main() -> None:
             f"| {side} | {c['negatives']} | {c['read']} | {c['wrong_positive']} | {negative} | {c['wrong_triplet']} | "
             f"{c['right_with_shortcut']} | {c['deletion_positive']} | {c['negation_negative']} |"
         )
-    write_record(args.name, "Kept triplets read by a reader who did not make them", [*lines, ""], {"sides": sides})
+    comparisons = {}
+    for pair in args.compare:
+        a, b = pair.split(":")
+        measures = ["wrong_positive", "wrong_triplet"]
+        measures += ["wrong_negative"] if "wrong_negative" in sides[a] and "wrong_negative" in sides[b] else []
+        comparisons[f"{b} - {a}"] = {
+            m: share_difference(sides[a][m], sides[a]["read"], sides[b][m], sides[b]["read"]) for m in measures
+        }
+    if comparisons:
+        lines += ["", "Differences of the shares (B - A, 95% normal-approximation interval, unpaired samples):", ""]
+        lines += ["| B - A | measure | difference |", "|---|---|---:|"]
+        for name, measures in comparisons.items():
+            for m, d in measures.items():
+                lines.append(f"| {name} | {m} | {d['estimate']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] |")
+    payload = {"sides": sides, **({"comparisons": comparisons} if comparisons else {})}
+    write_record(args.name, "Kept triplets read by a reader who did not make them", [*lines, ""], payload)
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def test_evaluate_sts_and_assay_return_values(tiny_encoder_dir, tmp_path):
     overrides = [f"encoder={tiny_encoder_dir}", "seeds=[1]", "eval_tasks=[STS-B-dev]", "training.batch_size=2"]
     markdown = hardcse.run_assay({"a": one, "b": one}, tmp_path / "assay", overrides=overrides, progress=False)
     assert "| b − a | +0.00 [+0.00, +0.00] |" in markdown  # the same rows, the same seeds: the same encoder
-    with pytest.raises(HardcseError, match="assay data 'x': no column negative"):
+    with pytest.raises(HardcseError, match="data 'x': no column negative; give a file or a Dataset"):
         hardcse.run_assay({"x": one.remove_columns("negative")}, tmp_path / "assay2", overrides=overrides)
 
 
