@@ -439,7 +439,9 @@ def test_the_shared_code_never_imports_the_upper_layers():
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             found += [f"{path.relative_to(root)}: {n}" for n in names if n == "hardcse" or n.startswith(upper)]
-    assert not [f for f in found if not f.endswith(": hardcse")], found
+    # the package's facade imports the Python API on first use of a name (hardcse/__init__.py), never on import
+    facade = "__init__.py: hardcse.api"
+    assert not [f for f in found if not f.endswith(": hardcse") and f != facade], found
 
 
 def test_a_discriminator_trained_in_a_run_is_kept_and_its_key_follows_what_decides_its_weights(
