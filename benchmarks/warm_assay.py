@@ -7,10 +7,13 @@ real training set? Three sides write for the training corpus' anchors (in order,
   the encoder (baseline-mined-negatives; the filter checks the positive);
 - ``warm``: the warm-started generator (no demonstration), best of k;
 - ``art``: the same warm start tuned by ART's RL (cpu-full's PPO, one RL seed, the KL's reference the warm start),
-  best of k.
+  best of k;
+- ``art_penalised`` (with ``--penalties``): the same RL with the reward's shortcut penalties beside the dual reward
+  (hard-correct.yaml's terms: -0.3 for a deletion positive, -0.3 for a negative that adds a negation word).
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
-        [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--warm-dtype float32]
+        [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
+        [--warm-dtype float32]
         [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
@@ -43,8 +46,12 @@ from warm_start import (
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art")
 PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"))  # (A, B): B - A
+PENALISED_PAIRS = (("mined", "art_penalised"), ("warm", "art_penalised"), ("art", "art_penalised"))
+SHORTCUT_PENALTIES = (
+    {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
+    {"fn": "hardcse.art.reward.shortcuts:cue_word_negative", "weight": -0.3},
+)  # configs/hard-correct.yaml's
 
 
 def chunks(anchors: list[str], size: int) -> list[list[str]]:
@@ -63,12 +70,14 @@ def main() -> None:
     parser.add_argument("--rl-steps", type=int, help="RL steps (default: cpu-full's); fewer for a smoke run only")
     parser.add_argument("--candidates", type=int, default=4, help="best of k of the generated sides")
     parser.add_argument("--clean", action="store_true", help="the warm start without shortcut-teaching pairs")
+    parser.add_argument("--penalties", action="store_true", help="a fourth side: RL with the shortcut penalties")
     parser.add_argument("--warm-dtype", choices=("float32", "bfloat16"), default="float32", help="warm_start.dtype")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
 
     from hardcse.art.analysis.judge import triplet_shortcuts
     from hardcse.art.config import ArtRunConfig
+    from hardcse.art.reward_config import RewardTermConfig
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
@@ -96,35 +105,44 @@ def main() -> None:
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
     rl_steps = args.rl_steps or config.rl.steps
-    tuned_dir = work / f"{name}_rl_seed{args.rl_seed}_{rl_steps}_steps" / "generator"
-    rl_minutes = None  # tuned by an earlier call: its time is in that call's log
-    if not (tuned_dir / "rl_log.jsonl").is_file():
-        rl_config = dataclasses.replace(
-            config,
-            discriminator=str(discriminator_dir),
-            generator=dataclasses.replace(
-                config.generator,
-                model=str(warm_dir),
-                few_shot=[],
-                seed=args.rl_seed,
-                lora_target_modules=ALL_PROJECTIONS,
-            ),  # fmt: skip
-            rl=dataclasses.replace(
-                config.rl, seed=args.rl_seed, reference=str(warm_dir), steps=args.rl_steps or config.rl.steps
-            ),
-            reuse=False,
-        )
-        start = time.perf_counter()
-        tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=discriminator, engine=engine)
-        rl_minutes = round((time.perf_counter() - start) / 60, 2)
+    rl_minutes = {}  # per tuned side; absent: tuned by an earlier call (its time is in that call's log)
+
+    def tuned(side: str, reward) -> Path:
+        suffix = "_penalised" if side == "art_penalised" else ""
+        tuned_dir = work / f"{name}_rl_seed{args.rl_seed}_{rl_steps}_steps{suffix}" / "generator"
+        if not (tuned_dir / "rl_log.jsonl").is_file():
+            rl_config = dataclasses.replace(
+                config,
+                discriminator=str(discriminator_dir),
+                generator=dataclasses.replace(
+                    config.generator,
+                    model=str(warm_dir),
+                    few_shot=[],
+                    seed=args.rl_seed,
+                    lora_target_modules=ALL_PROJECTIONS,
+                ),  # fmt: skip
+                rl=dataclasses.replace(config.rl, seed=args.rl_seed, reference=str(warm_dir), steps=rl_steps),
+                reward=reward,
+                reuse=False,
+            )
+            start = time.perf_counter()
+            tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=discriminator, engine=engine)
+            rl_minutes[side] = round((time.perf_counter() - start) / 60, 2)
+        return tuned_dir
+
+    tuned_dirs = {"art": tuned("art", config.reward)}
+    if args.penalties:
+        terms = [*config.reward.terms, *(RewardTermConfig(**t) for t in SHORTCUT_PENALTIES)]
+        tuned_dirs["art_penalised"] = tuned("art_penalised", dataclasses.replace(config.reward, terms=terms))
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates)
     raw_prompts = synthesis_settings(config, args.rl_seed)
     sides = {  # side: (generator, its prompts, the filter, mining or not)
         "mined": (config.generator.model, raw_prompts, config.filter, True),
         "warm": (str(warm_dir), no_demonstration, best_of, False),
-        "art": (str(tuned_dir), no_demonstration, best_of, False),
+        **{side: (str(d), no_demonstration, best_of, False) for side, d in tuned_dirs.items()},
     }
+    sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
     results, data = {}, {}
@@ -158,8 +176,8 @@ def main() -> None:
     rows = min(args.rows, *(r["kept"] for r in results.values()))
     assay_config = dataclasses.replace(
         load_config(AssayConfig, "assay"),
-        data=[str(data[s]) for s in SIDES],
-        names=list(SIDES),
+        data=[str(data[s]) for s in sides_order],
+        names=sides_order,
         seeds=args.train_seeds,
         rows=rows,
     )
@@ -170,9 +188,9 @@ def main() -> None:
             Result(side, json.loads((assay_dir / side / f"seed-{s}" / "eval.json").read_text()), {"seed": s})
             for s in args.train_seeds
         ]
-        for side in SIDES
+        for side in sides_order
     }
-    comparison = compare_groups(groups, list(PAIRS))
+    comparison = compare_groups(groups, [*PAIRS, *(PENALISED_PAIRS if args.penalties else ())])
     payload = {
         "rows": rows,
         "rows_asked": args.rows,
@@ -180,6 +198,7 @@ def main() -> None:
         "rl_seed": args.rl_seed,
         "rl_minutes": rl_minutes,
         "rl_steps": rl_steps,
+        "reward_penalties": list(SHORTCUT_PENALTIES) if args.penalties else [],
         "candidates": args.candidates,
         "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
         "sides": results,
@@ -190,12 +209,18 @@ def main() -> None:
     write_record(args.name, "The warm start's data in the assay, at the size its yield affords", page(payload), payload)
 
 
+def penalties(p: dict) -> str:
+    return ", ".join(f"{t['fn'].rsplit(':', 1)[1]} {t['weight']:+g}" for t in p["reward_penalties"])
+
+
 def page(p: dict) -> list[str]:
     w = p["warm_start"]["config"]
     lines = [
         f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
         f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO ({p['rl_steps']} steps) from it, "
-        f"RL seed {p['rl_seed']}, the KL's reference the warm start. Generated sides: best of {p['candidates']}. "
+        f"RL seed {p['rl_seed']}, the KL's reference the warm start"
+        + (f"; art_penalised: the same with reward terms {penalties(p)}" if p.get("reward_penalties") else "")
+        + f". Generated sides: best of {p['candidates']}. "
         "Each side wrote for the "
         f"training corpus' anchors in order until it had {p['rows_asked']} kept triplets (or the anchors ran out); "
         f"the assay trains on the first {p['rows']} of each, training seeds "
