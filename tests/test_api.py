@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import subprocess
 import sys
@@ -181,8 +182,15 @@ def test_evaluate_sts_and_assay_return_values(tiny_encoder_dir, tmp_path):
     rows = [(f"the cat {w} runs", f"a cat {w} runs", f"no dog {w} sleeps") for w in ("good", "bad", "very", "a")]
     one = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("anchor", "positive", "negative"))})
     overrides = [f"encoder={tiny_encoder_dir}", "seeds=[1]", "eval_tasks=[STS-B-dev]", "training.batch_size=2"]
-    markdown = hardcse.run_assay({"a": one, "b": one}, tmp_path / "assay", overrides=overrides, progress=False)
+    logger = logging.getLogger("hardcse")
+    level = logger.level
+    logger.setLevel(logging.INFO)  # as docs/python.md says, for the progress lines in run.log
+    try:
+        markdown = hardcse.run_assay({"a": one, "b": one}, tmp_path / "assay", overrides=overrides, progress=False)
+    finally:
+        logger.setLevel(level)
     assert "| b − a | +0.00 [+0.00, +0.00] |" in markdown  # the same rows, the same seeds: the same encoder
+    assert " INFO hardcse." in (tmp_path / "assay" / "run.log").read_text()
     with pytest.raises(HardcseError, match="data 'x': no column negative; give a file or a Dataset"):
         hardcse.run_assay({"x": one.remove_columns("negative")}, tmp_path / "assay2", overrides=overrides)
 

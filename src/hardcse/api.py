@@ -5,7 +5,8 @@ resumes and records what it did as the CLI does; ``out=None`` works in a tempora
 A user's mistake raises :class:`hardcse.HardcseError` with a one-line message naming the key or the argument;
 each call leaves torch's threads and the global random states as it found them, and ``progress=False`` turns its
 progress bars off (hardcse/library_call.py). hardcse logs through the ``hardcse`` logger and installs no handler
-on import (a run folder's ``run.log`` records the call's log while it runs).
+on import (a run folder's ``run.log`` records, while a call runs, what that logger lets through: warnings unless
+the user sets it to INFO, as the CLI does).
 """
 
 from __future__ import annotations
