@@ -8,17 +8,21 @@ real training set? Three sides write for the training corpus' anchors (in order,
 - ``warm``: the warm-started generator (no demonstration), best of k;
 - ``art``: the same warm start tuned by ART's RL (cpu-full's PPO, one RL seed, the KL's reference the warm start),
   best of k;
-- ``art_penalised`` (with ``--penalties``): the same RL with the reward's shortcut penalties beside the dual reward
-  (hard-correct.yaml's terms: -0.3 for a deletion positive, -0.3 for a negative that adds a negation word).
+With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
+terms: -0.3 for a deletion positive, -0.3 for a negative that adds a negation word). With ``--reject-shortcuts`` the
+generated sides' filter fails a deletion positive and a negative adding a negation word (filter.reject_shortcuts:
+best of k keeps another candidate instead); the mined side keeps the shipped baseline's filter.
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
         [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
-        [--warm-dtype float32]
+        [--reject-shortcuts] [--warm-dtype float32]
         [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
 missing). ``--clean``: the warm start without the pairs that teach a shortcut (warm_start.py's warm_clean sides).
-Each chunk is a synthesis folder of its own, so an interrupted call goes on from the last finished chunk. Measures
+Each chunk is a synthesis folder of its own, so an interrupted call goes on from the last finished chunk; a side's
+chunks lie in a folder named by a hash of what decides them (generator folder, prompts, filter, mining, chunk size,
+anchors), so a call with other settings never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
 anchors, false negatives and the shortcut rates of the assayed rows; the assay's paired differences (bootstrap over
 test pairs and training seeds) art - mined, warm - mined and art - warm.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -47,7 +52,6 @@ from warm_start import (
 )
 
 PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"))  # (A, B): B - A
-PENALISED_PAIRS = (("mined", "art_penalised"), ("warm", "art_penalised"), ("art", "art_penalised"))
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
     {"fn": "hardcse.art.reward.shortcuts:cue_word_negative", "weight": -0.3},
@@ -56,6 +60,12 @@ SHORTCUT_PENALTIES = (
 
 def chunks(anchors: list[str], size: int) -> list[list[str]]:
     return [anchors[i : i + size] for i in range(0, len(anchors), size)]
+
+
+def chunk_key(*parts) -> str:
+    """A short hash of what decides a folder's content (dataclasses by their fields, lists by their items)."""
+    text = json.dumps([dataclasses.asdict(p) if dataclasses.is_dataclass(p) else p for p in parts], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def main() -> None:
@@ -70,7 +80,8 @@ def main() -> None:
     parser.add_argument("--rl-steps", type=int, help="RL steps (default: cpu-full's); fewer for a smoke run only")
     parser.add_argument("--candidates", type=int, default=4, help="best of k of the generated sides")
     parser.add_argument("--clean", action="store_true", help="the warm start without shortcut-teaching pairs")
-    parser.add_argument("--penalties", action="store_true", help="a fourth side: RL with the shortcut penalties")
+    parser.add_argument("--penalties", action="store_true", help="the art side's RL with the shortcut penalties")
+    parser.add_argument("--reject-shortcuts", action="store_true", help="the generated sides' filter rejects them")
     parser.add_argument("--warm-dtype", choices=("float32", "bfloat16"), default="float32", help="warm_start.dtype")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
@@ -101,14 +112,16 @@ def main() -> None:
     judge_dir = nli_model("judge", work / "judge", whole_share=True)
     no_demonstration = dataclasses.replace(synthesis_settings(config, args.rl_seed), few_shot=[])
     name, settings = ("warm_start_clean", {"drop_shortcuts": True}) if args.clean else ("warm_start", {})
+    # the folder named by what trains it beyond the cache's own key (steps, dtype), so a call with others trains anew
+    name = f"{name}_{args.steps}_{args.warm_dtype}"
     warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
     rl_steps = args.rl_steps or config.rl.steps
     rl_minutes = {}  # per tuned side; absent: tuned by an earlier call (its time is in that call's log)
 
-    def tuned(side: str, reward) -> Path:
-        suffix = "_penalised" if side == "art_penalised" else ""
+    def tuned(reward) -> Path:
+        suffix = "_penalised" if args.penalties else ""
         tuned_dir = work / f"{name}_rl_seed{args.rl_seed}_{rl_steps}_steps{suffix}" / "generator"
         if not (tuned_dir / "rl_log.jsonl").is_file():
             rl_config = dataclasses.replace(
@@ -127,20 +140,21 @@ def main() -> None:
             )
             start = time.perf_counter()
             tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=discriminator, engine=engine)
-            rl_minutes[side] = round((time.perf_counter() - start) / 60, 2)
+            rl_minutes["art"] = round((time.perf_counter() - start) / 60, 2)
         return tuned_dir
 
-    tuned_dirs = {"art": tuned("art", config.reward)}
+    rl_reward = config.reward
     if args.penalties:
         terms = [*config.reward.terms, *(RewardTermConfig(**t) for t in SHORTCUT_PENALTIES)]
-        tuned_dirs["art_penalised"] = tuned("art_penalised", dataclasses.replace(config.reward, terms=terms))
+        rl_reward = dataclasses.replace(config.reward, terms=terms)
+    art_dir = tuned(rl_reward)
 
-    best_of = dataclasses.replace(config.filter, candidates=args.candidates)
+    best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
     raw_prompts = synthesis_settings(config, args.rl_seed)
     sides = {  # side: (generator, its prompts, the filter, mining or not)
         "mined": (config.generator.model, raw_prompts, config.filter, True),
         "warm": (str(warm_dir), no_demonstration, best_of, False),
-        **{side: (str(d), no_demonstration, best_of, False) for side, d in tuned_dirs.items()},
+        "art": (str(art_dir), no_demonstration, best_of, False),
     }
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
@@ -148,17 +162,18 @@ def main() -> None:
     results, data = {}, {}
     for side, (source, prompts, filter_config, mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
+        key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors)
         for i, block in enumerate(chunks(anchors, args.chunk)):
             if len(triplets) >= args.rows:
                 break
-            folder = work / f"assay_{name}" / side / f"chunk-{i:03d}"
+            folder = work / f"assay_{name}" / f"{side}-{key}" / f"chunk-{i:03d}"
             mining = {"mine_from": corpus, "mining": config.mining} if mined else {}
             if not (folder / "synthesis.json").is_file():
                 synthesize(source, block, prompts, reward, filter_config, folder, engine=engine, **mining)
             records += read_jsonl(folder / "synthetic.jsonl")
             triplets += read_triplets(folder / "triplets.csv")
             seconds += json.loads((folder / "synthesis.json").read_text())["seconds"]
-        data[side] = work / f"assay_{name}" / side / "triplets.csv"
+        data[side] = work / f"assay_{name}" / f"{side}-{key}" / "triplets.csv"
         write_triplets(data[side], triplets)
         measured = per_anchor(records, judge, encoder, generator=prompts, engine=engine)
         kept = measured["kept"]
@@ -181,7 +196,7 @@ def main() -> None:
         seeds=args.train_seeds,
         rows=rows,
     )
-    assay_dir = work / f"assay_{name}" / f"assay_{rows}"
+    assay_dir = work / f"assay_{name}" / f"assay_{rows}_{chunk_key(*(str(data[s]) for s in sides_order))}"
     assay_run(assay_config, assay_dir, resume=(assay_dir / "manifest.json").is_file())
     groups = {
         side: [
@@ -190,7 +205,7 @@ def main() -> None:
         ]
         for side in sides_order
     }
-    comparison = compare_groups(groups, [*PAIRS, *(PENALISED_PAIRS if args.penalties else ())])
+    comparison = compare_groups(groups, list(PAIRS))
     payload = {
         "rows": rows,
         "rows_asked": args.rows,
@@ -199,6 +214,7 @@ def main() -> None:
         "rl_minutes": rl_minutes,
         "rl_steps": rl_steps,
         "reward_penalties": list(SHORTCUT_PENALTIES) if args.penalties else [],
+        "reject_shortcuts": args.reject_shortcuts,
         "candidates": args.candidates,
         "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
         "sides": results,
@@ -219,8 +235,10 @@ def page(p: dict) -> list[str]:
         f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
         f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO ({p['rl_steps']} steps) from it, "
         f"RL seed {p['rl_seed']}, the KL's reference the warm start"
-        + (f"; art_penalised: the same with reward terms {penalties(p)}" if p.get("reward_penalties") else "")
-        + f". Generated sides: best of {p['candidates']}. "
+        + (f", with the reward terms {penalties(p)} beside the dual reward" if p.get("reward_penalties") else "")
+        + f". Generated sides: best of {p['candidates']}"
+        + (", their filter rejecting deletion positives and added negations" if p.get("reject_shortcuts") else "")
+        + ". "
         "Each side wrote for the "
         f"training corpus' anchors in order until it had {p['rows_asked']} kept triplets (or the anchors ran out); "
         f"the assay trains on the first {p['rows']} of each, training seeds "

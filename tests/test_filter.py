@@ -10,10 +10,12 @@ from hardcse.art.synthesis.filter import chosen_candidate, drop_reason
 from hardcse.config import ConfigValueError
 
 ENTAILED, NEUTRAL, CONTRADICTED = [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]
+ANCHOR = "A young man plays a red guitar on the stage."
 
 
 def record(positive_probs, negative_probs, positive="A man plays a guitar.", negative="Nobody plays anything."):
     return {
+        "anchor": ANCHOR,
         "positive": positive,
         "positive_probs": positive_probs,
         "negative": negative,
@@ -115,7 +117,7 @@ def test_best_of_k_keeps_the_hardest_candidate_that_passes_its_kind():
         candidate("negative", "A cat never sleeps.", CONTRADICTED, 0.6),  # the hardest that passes
         candidate("negative", None, None, None),  # rejected by the parser
     ]
-    best = chosen_candidate("negative", negatives, paper)
+    best = chosen_candidate("negative", ANCHOR, negatives, paper)
     assert best["negative"] == "A cat never sleeps." and best["negative_passing"] == 2
     assert [o["sentence"] for o in best["negative_others"]] == ["A near copy.", "Nobody sleeps.", None]
     near_copy = {"sentence": "A near copy.", "reason": None, "probs": NEUTRAL, "r2": 0.9, "reward": 0.0}
@@ -123,23 +125,59 @@ def test_best_of_k_keeps_the_hardest_candidate_that_passes_its_kind():
     # an entailed negative never passes, however hard; of equals the first
     equals = [candidate("negative", s, CONTRADICTED, 0.5) for s in ("First.", "Second.")]
     entailed = [candidate("negative", "Same thing.", ENTAILED, 0.95), *equals]
-    assert chosen_candidate("negative", entailed, paper)["negative"] == "First."
+    assert chosen_candidate("negative", ANCHOR, entailed, paper)["negative"] == "First."
 
 
 def test_best_of_k_without_a_passing_candidate_keeps_the_first_and_its_reason():
     positives = [candidate("positive", "Not entailed.", NEUTRAL, 0.3), candidate("positive", None, None, None)]
-    first = chosen_candidate("positive", positives, FilterConfig(candidates=2))
+    first = chosen_candidate("positive", ANCHOR, positives, FilterConfig(candidates=2))
     assert first["positive"] == "Not entailed." and first["positive_passing"] == 0
     triplet = record(ENTAILED, CONTRADICTED) | first
     assert drop_reason(triplet, FilterConfig()) == "positive_not_entailed"
     # one candidate: the record as it was, no count, no others
-    assert chosen_candidate("positive", positives[:1], FilterConfig()) == positives[0]
+    assert chosen_candidate("positive", ANCHOR, positives[:1], FilterConfig()) == positives[0]
 
 
 def test_best_of_k_ranks_by_the_reward_where_the_reward_has_no_r2():
     scored = [candidate("positive", s, ENTAILED, None, reward) for s, reward in (("Low.", 0.1), ("High.", 0.8))]
     without_r2 = [{k: v for k, v in c.items() if k != "positive_r2"} for c in scored]
-    assert chosen_candidate("positive", without_r2, FilterConfig(candidates=3))["positive"] == "High."
+    assert chosen_candidate("positive", ANCHOR, without_r2, FilterConfig(candidates=3))["positive"] == "High."
     # under rule none every parsed candidate passes: the hardest by r2
     loose = [candidate("positive", "Neutral.", NEUTRAL, 0.7), candidate("positive", "Entailed.", ENTAILED, 0.2)]
-    assert chosen_candidate("positive", loose, FilterConfig(rule="none", candidates=2))["positive"] == "Neutral."
+    assert (
+        chosen_candidate("positive", ANCHOR, loose, FilterConfig(rule="none", candidates=2))["positive"] == "Neutral."
+    )
+
+
+def test_rejecting_shortcuts_fails_deletion_positives_and_added_negations_but_not_mined_negatives():
+    strict = FilterConfig(reject_shortcuts=True)
+    fair = record(ENTAILED, CONTRADICTED, positive="A man performs music.", negative="A woman sings in a choir.")
+    assert drop_reason(fair, strict) is None
+    # 6 words, every one the anchor's, fewer than its 10: a deletion
+    deletion = fair | {"positive": "A young man plays a guitar."}
+    assert drop_reason(deletion, FilterConfig()) is None  # the paper's filter keeps it
+    assert drop_reason(deletion, strict) == "positive_deletion"
+    negated = fair | {"negative": "A young man does not play a guitar."}
+    assert drop_reason(negated, FilterConfig()) is None
+    assert drop_reason(negated, strict) == "negative_added_negation"
+    # a mined negative is a corpus sentence, not an edit: its negation words are its own
+    assert drop_reason(negated | {"negative_source": "mined"}, strict) is None
+    both = fair | {"mined_negative": "Nobody was there.", "mined_negative_probs": NEUTRAL}
+    assert drop_reason(both, strict) is None
+    # the shortcut comes before the discriminator's verdict: one reason, the first check failed
+    assert drop_reason(negated | {"negative_probs": NEUTRAL}, strict) == "negative_added_negation"
+
+
+def test_best_of_k_rejecting_shortcuts_keeps_the_hardest_candidate_without_one():
+    strict = FilterConfig(candidates=3, reject_shortcuts=True)
+    negatives = [
+        candidate("negative", "A young man never plays a red guitar.", CONTRADICTED, 0.9),  # hardest, a negation
+        candidate("negative", "A woman sings in a choir.", CONTRADICTED, 0.5),
+        candidate("negative", "A young man plays no music.", CONTRADICTED, 0.7),
+    ]
+    best = chosen_candidate("negative", ANCHOR, negatives, strict)
+    assert best["negative"] == "A woman sings in a choir." and best["negative_passing"] == 1
+    assert (
+        chosen_candidate("negative", ANCHOR, negatives, FilterConfig(candidates=3))["negative"]
+        == negatives[0]["negative"]
+    )

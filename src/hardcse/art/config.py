@@ -239,6 +239,9 @@ class FilterConfig(Checked):
     # kind, and the filter keeps, of those that pass its checks of that kind, the hardest (the highest r2; the
     # highest reward where the reward has no r2); 1: one answer each, the paper's
     candidates: int = 1
+    # Beside the paper: a generated answer taking a shortcut fails its kind (a positive that only deletes words of
+    # its anchor, a generated negative that adds a negation word; hardcse/art/synthesis/filter.py)
+    reject_shortcuts: bool = False
 
     def check(self) -> None:
         # above 1 keeps nothing: allowed, the raw-LLM and no-filter ablations use the bounds on purpose

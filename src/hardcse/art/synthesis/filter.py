@@ -16,6 +16,11 @@ a generated negative (``negatives: both``) it must be mined and not labelled ent
 
 ``filter.candidates`` k > 1 (best of k, beside the paper): of an anchor's k responses of a kind, synthesis keeps the
 hardest one that passes :func:`kind_reason` (:func:`chosen_candidate`), then the triplet faces every check above.
+
+``filter.reject_shortcuts`` (beside the paper, which has no such check): a generated answer that takes a shortcut
+(hardcse/art/reward/shortcuts.py) fails its kind: a positive that only deletes words of its anchor
+(``positive_deletion``), a generated negative that adds a negation word (``negative_added_negation``). With best of
+k another candidate may pass instead. A mined negative is a corpus sentence, not an edit: never checked for it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import math
 
 from hardcse.art.config import FilterConfig
 from hardcse.art.reward.dual import TARGET_LABEL, judged
-from hardcse.art.reward.shortcuts import word_overlap
+from hardcse.art.reward.shortcuts import added_negations, is_deletion, word_overlap
 
 POSITIVE, NEGATIVE = TARGET_LABEL["positive"], TARGET_LABEL["negative"]  # entailment, contradiction
 
@@ -37,7 +42,10 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
             return f"{kind}_{record[f'{kind}_reason']}"
     mined = record.get("negative_source") == "mined"
     for kind in kinds:
-        reason = kind_reason(kind, record[f"{kind}_probs"], config, mined=mined or kind == "mined_negative")
+        mined_kind = mined or kind == "mined_negative"
+        reason = kind_reason(
+            kind, record[f"{kind}_probs"], config, mined=mined_kind, texts=(record["anchor"], record[kind])
+        )
         if reason is not None:
             return reason
     if config.rule != "none" and word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
@@ -45,12 +53,23 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
     return None
 
 
-def kind_reason(kind: str, probs: list[float], config: FilterConfig, mined: bool = False) -> str | None:
+def kind_reason(
+    kind: str, probs: list[float], config: FilterConfig, mined: bool = False, texts: tuple[str, str] | None = None
+) -> str | None:
     """Why one parsed response of ``kind`` fails the filter's checks of its kind alone (the pair's overlap aside),
     or None: a positive must be judged entailment; a negative contradiction (a mined one is not asked to: a corpus
-    sentence, not an edit) and, mined or not, never entailment (a false negative)."""
+    sentence, not an edit) and, mined or not, never entailment (a false negative). With ``reject_shortcuts``,
+    ``texts`` (anchor, answer) must be given: a deletion positive or a generated negative adding a negation fails."""
     if config.rule == "none":
         return None
+    if config.reject_shortcuts:
+        if texts is None:
+            raise ValueError("kind_reason needs the (anchor, answer) texts when filter.reject_shortcuts is on")
+        anchor, answer = texts
+        if kind == "positive" and is_deletion(anchor, answer):
+            return "positive_deletion"
+        if kind != "positive" and not mined and added_negations(anchor, answer):
+            return f"{kind}_added_negation"
     if kind == "positive":
         if config.rule == "argmax":
             entailed = judged(probs, POSITIVE, config.margin)[0]
@@ -69,14 +88,18 @@ def kind_reason(kind: str, probs: list[float], config: FilterConfig, mined: bool
     return None
 
 
-def chosen_candidate(kind: str, candidates: list[dict], config: FilterConfig) -> dict:
+def chosen_candidate(kind: str, anchor: str, candidates: list[dict], config: FilterConfig) -> dict:
     """Of one anchor's candidates of ``kind`` (each its record fields, ``kind`` prefixed), the one synthesis keeps:
     of those parsed and passing :func:`kind_reason`, the hardest by the difficulty term r2 (the reward where the
     reward has no r2), the first of equals; none passing: the first candidate (its reason becomes the record's).
     The record also says how many passed (``KIND_passing``) and holds the others (``KIND_others``)."""
     if len(candidates) == 1:
         return candidates[0]
-    passing = [c for c in candidates if c[kind] is not None and kind_reason(kind, c[f"{kind}_probs"], config) is None]
+    passing = [
+        c
+        for c in candidates
+        if c[kind] is not None and kind_reason(kind, c[f"{kind}_probs"], config, texts=(anchor, c[kind])) is None
+    ]
     difficulty = f"{kind}_r2" if f"{kind}_r2" in candidates[0] else f"{kind}_reward"
     best = max(passing, key=lambda c: -math.inf if c[difficulty] is None else c[difficulty], default=candidates[0])
     prefix = f"{kind}_"

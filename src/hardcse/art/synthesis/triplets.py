@@ -140,7 +140,7 @@ def synthesize(
             for i, kind in enumerate(written_kinds):
                 at = [(i * n_candidates + c) * len(batch) + j for c in range(n_candidates)]
                 scored = [_scored(kind, samples.texts[row], parsed, parts, row) for row in at]
-                record |= chosen_candidate(kind, scored, filter_config)
+                record |= chosen_candidate(kind, anchor, scored, filter_config)
             by_position[rows[j]] = record
     shares = gather_objects((by_position, tokens, cached_batches))  # every rank's records (one process: its own)
     by_position = {position: record for share, _, _ in shares for position, record in share.items()}
