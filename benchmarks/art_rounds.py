@@ -80,6 +80,10 @@ RUNS = {
         "ablation-one-round",
     )
 }
+# What the settings ran that their config files no longer build (cpu-full's rollouts were torch's when the records
+# were made; the files have since taken `auto`): every setting pins it, so a rerun runs what the records ran, and
+# tests/test_evidence_configs.py fails when a config change would orphan a record (pin the old value here then)
+AS_RUN = ["rl.rollout_engine=torch"]
 NLI_MODELS = {"nli-minilm": "configs/nli-discriminator.yaml", "nli-judge": "configs/nli-judge.yaml"}
 JUDGE = "nli-judge"
 
@@ -387,9 +391,19 @@ def run_folder(runs_dir: Path, name: str, seed: int) -> Path:
 
 
 def seed_overrides(name: str, seed: int) -> list[str]:
-    """Every ``seed`` key of the setting's config set to ``seed`` (none for the configs' own 42); at the
-    ABLATION_SEEDS, no judge too."""
-    return config_seed_overrides(RUNS[name], seed) + (["judge=null"] if seed in ABLATION_SEEDS else [])
+    """The setting's overrides at ``seed``: the AS_RUN pins, every ``seed`` key of its config set to ``seed`` (none
+    for the configs' own 42), and at the ABLATION_SEEDS no judge. A finished record's seed keys are those its
+    manifest names: a key the configs gained since (warm_start.seed, judge_training.seed) stays at the value the
+    record ran with."""
+    record = record_dir(name, seed)
+    if seed == DEFAULT_SEED:
+        seeded = []
+    elif is_finished(record):
+        keys = json.loads((record / "manifest.json").read_text())["seeds"]
+        seeded = [f"{'' if key == 'seed' else key + '.'}seed={seed}" for key, value in keys.items() if value == seed]
+    else:
+        seeded = config_seed_overrides(RUNS[name], seed, AS_RUN)
+    return [*AS_RUN, *seeded, *(["judge=null"] if seed in ABLATION_SEEDS else [])]
 
 
 def config_seed_overrides(config: str, seed: int, overrides: list[str] | None = None) -> list[str]:

@@ -30,6 +30,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from art_rounds import AS_RUN as ART_ROUNDS_AS_RUN
 from art_rounds import config_changes, config_seed_overrides, keep_run, nli_models, run
 from hard_correct_tables import (
     GUARD_DROPPED,
@@ -60,7 +61,7 @@ POOL = "hard-correct"
 # cpu-full as these variants ran (2026-11-26): the threshold rule and 1,000 anchors a round. cpu-full has since
 # taken the paper's argmax rule and 1,500 anchors (issue 41's choice), so each variant pins what it ran with
 # (--check compares every built config with its record's)
-AS_RUN = ["synthesis_anchors=1000"]
+AS_RUN = ["synthesis_anchors=1000", *ART_ROUNDS_AS_RUN]  # and the rollouts art_rounds.py pins
 BOUNDS = ["filter.min_entailment=0.31", "filter.min_contradiction=0.31"]  # read by the threshold rule only
 THRESHOLD = ["filter.rule=threshold", *BOUNDS]
 # name -> (config, overrides): one round each; hard-correct.yaml holds the pool of demonstrations

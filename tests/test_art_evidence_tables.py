@@ -318,14 +318,17 @@ def test_a_record_of_another_config_than_today_s_is_refused(tmp_path, monkeypatc
     import art_rounds
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config, save_config
+    from hardcse.run_folder import seeds
 
     monkeypatch.setattr(art_rounds, "RECORDS", tmp_path)
     for seed, extra in ((42, []), (2, ["rl.steps=3"])):
         record = art_rounds.record_dir("cpu-full", seed)
         record.mkdir()
         overrides = [*art_rounds.seed_overrides("cpu-full", seed), *extra]
-        save_config(load_config(ArtRunConfig, art_rounds.RUNS["cpu-full"], overrides), record / "config.yaml")
-        (record / "manifest.json").write_text(json.dumps({"runs": [{"finished": True}]}), encoding="utf-8")
+        config = load_config(ArtRunConfig, art_rounds.RUNS["cpu-full"], overrides)
+        save_config(config, record / "config.yaml")
+        manifest = {"runs": [{"finished": True}], "seeds": seeds(config)}  # as RunFolder writes it
+        (record / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     art_rounds.refuse_changed_configs([("cpu-full", 42)])
     with pytest.raises(
         SystemExit, match=r"cpu-full-seed-2 ran another config than configs/cpu-full.yaml builds .*rl: "
@@ -443,10 +446,10 @@ def test_one_code_and_one_pair_of_nli_models_a_seed_is_enough(tmp_path):
 
 
 def test_the_ablation_seeds_run_without_the_judge():
-    from art_rounds import ABLATION_SEEDS, seed_overrides
+    from art_rounds import ABLATION_SEEDS, AS_RUN, seed_overrides
 
     assert "judge=null" in seed_overrides("ablation-no-filter", ABLATION_SEEDS[0])
-    assert "judge=null" not in seed_overrides("ablation-no-filter", 2) and seed_overrides("cpu-full", 42) == []
+    assert "judge=null" not in seed_overrides("ablation-no-filter", 2) and seed_overrides("cpu-full", 42) == AS_RUN
 
 
 def test_a_held_out_measure_without_its_model_reads_undefined(tmp_path):
