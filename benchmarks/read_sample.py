@@ -2,11 +2,13 @@
 
     python benchmarks/read_sample.py sample --work DIR --sides A B [--count 100] --out SAMPLE_DIR
     python benchmarks/read_sample.py sample --work DIR --sides mined=assay_warm_start/mined/chunk-000 ... --out S
+    python benchmarks/read_sample.py sample --work DIR --sides old=benchmarks/results/OLD_READ/art.jsonl new=... --out S
     python benchmarks/read_sample.py split --out SAMPLE_DIR --folder benchmarks/results/NAME [--mined SIDE ...]
 
 ``sample``: the first ``--count`` kept triplets of each side's ``synthetic.jsonl`` in the benchmarks/warm_start.py
 work folder DIR (a side ``NAME=PATH,PATH`` reads DIR/PATH/synthetic.jsonl of each, in order: benchmarks/warm_assay.py's
-chunks), mixed in a seeded order and numbered, into SAMPLE_DIR/sample.jsonl (id, anchor, positive,
+chunks; a side ``NAME=FILE.jsonl`` takes the triplets of an earlier read's side file, so one reader judges old and
+new data alike), mixed in a seeded order and numbered, into SAMPLE_DIR/sample.jsonl (id, anchor, positive,
 negative: nothing says which side wrote a triplet or how a model judged it) and SAMPLE_DIR/key.json (id -> side and
 the triplet's place in its side). The reader writes SAMPLE_DIR/read.jsonl, one judgment per id: ``positive_ok``,
 ``negative_ok`` (the negative contradicts the anchor), ``negative_false_negative`` (the negative says what the
@@ -31,9 +33,12 @@ def sample(work: Path, sides: list[str], count: int, out: Path, seed: int = 0) -
     rows = []
     for given in sides:
         side, _, paths = given.partition("=")
-        folders = [work / p for p in (paths.split(",") if paths else [side])]
-        lines = [line for f in folders for line in (f / "synthetic.jsonl").read_text().splitlines()]
-        kept = [r for r in map(json.loads, lines) if r["drop_reason"] is None][:count]
+        if paths.endswith(".jsonl"):  # an earlier read's side: its triplets, read again blind beside the new ones
+            kept = [json.loads(line) for line in Path(paths).read_text().splitlines()][:count]
+        else:
+            folders = [work / p for p in (paths.split(",") if paths else [side])]
+            lines = [line for f in folders for line in (f / "synthetic.jsonl").read_text().splitlines()]
+            kept = [r for r in map(json.loads, lines) if r["drop_reason"] is None][:count]
         if len(kept) < count:
             sys.exit(f"error: {given}: {len(kept)} kept triplets, fewer than --count {count}")
         rows += [(side, i, r) for i, r in enumerate(kept)]
