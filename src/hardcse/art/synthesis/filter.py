@@ -17,10 +17,11 @@ a generated negative (``negatives: both``) it must be mined and not labelled ent
 ``filter.candidates`` k > 1 (best of k, beside the paper): of an anchor's k responses of a kind, synthesis keeps the
 hardest one that passes :func:`kind_reason` (:func:`chosen_candidate`), then the triplet faces every check above.
 
-``filter.reject_shortcuts`` (beside the paper, which has no such check): a generated answer that takes a shortcut
-(hardcse/art/reward/shortcuts.py) fails its kind: a positive that only deletes words of its anchor
-(``positive_deletion``), a generated negative that adds a negation word (``negative_added_negation``). With best of
-k another candidate may pass instead. A mined negative is a corpus sentence, not an edit: never checked for it.
+``filter.reject_shortcuts`` (beside the paper, which has no such check), under argmax and threshold: a generated
+answer that takes a shortcut (hardcse/art/reward/shortcuts.py) fails its kind: a positive that only deletes words of
+its anchor (``positive_deletion``), a generated negative that adds a negation word (``negative_added_negation``).
+With best of k another candidate may pass instead. A mined negative is a corpus sentence, not an edit: never
+checked for it.
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
     mined = record.get("negative_source") == "mined"
     for kind in kinds:
         mined_kind = mined or kind == "mined_negative"
-        reason = kind_reason(
-            kind, record[f"{kind}_probs"], config, mined=mined_kind, texts=(record["anchor"], record[kind])
-        )
+        reason = kind_reason(kind, (record["anchor"], record[kind]), record[f"{kind}_probs"], config, mined=mined_kind)
         if reason is not None:
             return reason
     if config.rule != "none" and word_overlap(record["positive"], record["negative"]) >= config.max_pair_overlap:
@@ -54,17 +53,15 @@ def drop_reason(record: dict, config: FilterConfig) -> str | None:
 
 
 def kind_reason(
-    kind: str, probs: list[float], config: FilterConfig, mined: bool = False, texts: tuple[str, str] | None = None
+    kind: str, texts: tuple[str, str], probs: list[float], config: FilterConfig, mined: bool = False
 ) -> str | None:
-    """Why one parsed response of ``kind`` fails the filter's checks of its kind alone (the pair's overlap aside),
-    or None: a positive must be judged entailment; a negative contradiction (a mined one is not asked to: a corpus
-    sentence, not an edit) and, mined or not, never entailment (a false negative). With ``reject_shortcuts``,
-    ``texts`` (anchor, answer) must be given: a deletion positive or a generated negative adding a negation fails."""
+    """Why one parsed response of ``kind`` (``texts``: its anchor and itself) fails the filter's checks of its kind
+    alone (the pair's overlap aside), or None: a positive must be judged entailment; a negative contradiction (a
+    mined one is not asked to: a corpus sentence, not an edit) and, mined or not, never entailment (a false
+    negative); with ``reject_shortcuts``, a deletion positive and a generated negative adding a negation fail first."""
     if config.rule == "none":
         return None
     if config.reject_shortcuts:
-        if texts is None:
-            raise ValueError("kind_reason needs the (anchor, answer) texts when filter.reject_shortcuts is on")
         anchor, answer = texts
         if kind == "positive" and is_deletion(anchor, answer):
             return "positive_deletion"
@@ -98,7 +95,7 @@ def chosen_candidate(kind: str, anchor: str, candidates: list[dict], config: Fil
     passing = [
         c
         for c in candidates
-        if c[kind] is not None and kind_reason(kind, c[f"{kind}_probs"], config, texts=(anchor, c[kind])) is None
+        if c[kind] is not None and kind_reason(kind, (anchor, c[kind]), c[f"{kind}_probs"], config) is None
     ]
     difficulty = f"{kind}_r2" if f"{kind}_r2" in candidates[0] else f"{kind}_reward"
     best = max(passing, key=lambda c: -math.inf if c[difficulty] is None else c[difficulty], default=candidates[0])
