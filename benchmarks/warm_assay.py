@@ -101,7 +101,7 @@ def main() -> None:
     from hardcse.engines import Engine
     from hardcse.evaluation.compare import compare_groups, comparison_json, comparison_markdown
     from hardcse.evaluation.results import Result
-    from hardcse.stats import bootstrap_mean
+    from hardcse.stats import bootstrap_mean, paired_bootstrap
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -159,7 +159,7 @@ def main() -> None:
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
-    results, data = {}, {}
+    results, data, per_side = {}, {}, {}
     for side, (source, prompts, filter_config, mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
         key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors)
@@ -175,7 +175,7 @@ def main() -> None:
             seconds += json.loads((folder / "synthesis.json").read_text())["seconds"]
         data[side] = work / f"assay_{name}" / f"{side}-{key}" / "triplets.csv"
         write_triplets(data[side], triplets)
-        measured = per_anchor(records, judge, encoder, generator=prompts, engine=engine)
+        measured = per_side[side] = per_anchor(records, judge, encoder, generator=prompts, engine=engine)
         kept = measured["kept"]
         results[side] = {
             "source": source,
@@ -188,6 +188,15 @@ def main() -> None:
             "false_negatives": false_negatives(records, judge),
             "shortcuts": triplet_shortcuts(triplets[: args.rows], prompts),
         }
+    # RL's own effect, paired: art - warm over the anchors both wrote for (the corpus' first, in the same order)
+    shared = min(len(per_side["warm"]["kept"]), len(per_side["art"]["kept"]))
+    rl_effect = {
+        "anchors": shared,
+        **{
+            m: paired_bootstrap(per_side["warm"][m][:shared], per_side["art"][m][:shared])["difference"].to_dict()
+            for m in (*SYNTHETIC_ACCURACY, "kept")
+        },
+    }
     rows = min(args.rows, *(r["kept"] for r in results.values()))
     assay_config = dataclasses.replace(
         load_config(AssayConfig, "assay"),
@@ -218,6 +227,7 @@ def main() -> None:
         "candidates": args.candidates,
         "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
         "sides": results,
+        "rl_effect": rl_effect,
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
@@ -258,8 +268,18 @@ def page(p: dict) -> list[str]:
             f"{cell(r['synthetic_accuracy'])} | {fn.get('entailed', '-')} of {fn['kept']} | "
             f"{num(s['positive_deletion_rate'])} | {num(s['negative_added_negation_rate'])} |"
         )
+    if "rl_effect" in p:
+        e = p["rl_effect"]
+        lines += ["", f"RL's own effect, art - warm over the {e['anchors']} anchors both wrote for (paired bootstrap "
+                  "95% over anchors; one warm start, one RL seed): synthetic accuracy "
+                  f"{signed(e['synthetic_accuracy'])}, positive {signed(e['synthetic_accuracy_positive'])}, negative "
+                  f"{signed(e['synthetic_accuracy_negative'])}; kept fraction {signed(e['kept'])}."]  # fmt: skip
     return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",
             p["assay_table"], ""]  # fmt: skip
+
+
+def signed(interval: dict) -> str:
+    return f"{interval['estimate']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
 
 
 if __name__ == "__main__":
