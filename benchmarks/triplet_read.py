@@ -58,11 +58,20 @@ def share_difference(a: int, n_a: int, b: int, n_b: int) -> dict:
     return {"estimate": q - p, "low": q - p - half, "high": q - p + half}
 
 
+ABOUT = (
+    "Deletion positives count near-deletions (an article or a number changed) too; the reader's shortcut labels "
+    "sometimes disagree with its own notes, so those counts are approximate. One reader, no agreement check."
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", default=str(RESULTS / "warm_start_read"), help="the reads, SIDE.jsonl each")
     parser.add_argument("--name", default="warm_start_read", help="the record's name in benchmarks/results")
     parser.add_argument("--compare", nargs="*", default=[], metavar="A:B", help="B - A of the wrong shares")
+    parser.add_argument(
+        "--about", default=ABOUT, help="what the page says of the labels and readers (default: the first reads')"
+    )
     args = parser.parse_args()
     sides = {
         path.stem: counts([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
@@ -72,9 +81,7 @@ def main() -> None:
     lines = [
         "A count of a reader's judgments: any machine gives the same. Each side's first kept triplets, in the work "
         "folder's order, read by a reader who did not make them (a separate assistant session, not a human "
-        f"annotator); the judgments and a note for each are in {shown}/. Deletion "
-        "positives count near-deletions (an article or a number changed) too; the reader's shortcut labels sometimes "
-        "disagree with its own notes, so those counts are approximate. One reader, no agreement check.",
+        f"annotator); the judgments and a note for each are in {shown}/. {args.about}",
         "",
         "| side | negatives | read | wrong positive | wrong negative (generated) or false negative (mined) | "
         "wrong triplet | right triplets with a shortcut | deletion positives | negation-only negatives |",

@@ -36,6 +36,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -159,7 +160,7 @@ def main() -> None:
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
-    results, data, per_side = {}, {}, {}
+    results, data, per_side, anchors_of = {}, {}, {}, {}
     for side, (source, prompts, filter_config, mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
         key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors)
@@ -175,6 +176,7 @@ def main() -> None:
             seconds += json.loads((folder / "synthesis.json").read_text())["seconds"]
         data[side] = work / f"assay_{name}" / f"{side}-{key}" / "triplets.csv"
         write_triplets(data[side], triplets)
+        anchors_of[side] = [r["anchor"] for r in records]
         measured = per_side[side] = per_anchor(records, judge, encoder, generator=prompts, engine=engine)
         kept = measured["kept"]
         results[side] = {
@@ -190,6 +192,8 @@ def main() -> None:
         }
     # RL's own effect, paired: art - warm over the anchors both wrote for (the corpus' first, in the same order)
     shared = min(len(per_side["warm"]["kept"]), len(per_side["art"]["kept"]))
+    if anchors_of["warm"][:shared] != anchors_of["art"][:shared]:
+        sys.exit("error: the warm and art sides wrote for other anchors or in another order: nothing to pair")
     rl_effect = {
         "anchors": shared,
         **{
