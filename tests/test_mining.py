@@ -56,7 +56,7 @@ def test_a_margin_nothing_passes_gives_no_negative(tiny_encoder):
 def test_mined_negatives_skip_the_contradiction_check_only():
     probs = [0.1, 0.6, 0.3]  # (entailment, neutral, contradiction): neutral
     probs_pos = [0.9, 0.05, 0.05]
-    record = {"positive": "p", "positive_probs": probs_pos, "negative": "n", "negative_probs": probs}
+    record = {"anchor": "a", "positive": "p", "positive_probs": probs_pos, "negative": "n", "negative_probs": probs}
     strict = FilterConfig(rule="threshold", min_entailment=0.5, min_contradiction=0.5)
     assert drop_reason(record, strict) == "negative_not_contradiction"
     assert drop_reason(record | {"negative_source": "mined"}, strict) is None
