@@ -8,6 +8,11 @@ real training set? Three sides write for the training corpus' anchors (in order,
 - ``warm``: the warm-started generator (no demonstration), best of k;
 - ``art``: the same warm start tuned by ART's RL (cpu-full's PPO, one RL seed, the KL's reference the warm start),
   best of k;
+- ``warm_edit`` (with ``--edit-cover C``): a warm start without the shortcut-teaching pairs whose contradictions
+  each share at least C of their content words with their premise (warm_start.negative_min_cover: edits of the
+  premise, not another scene), best of k.
+
+``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
 terms: -0.3 for a deletion positive, -0.3 for a negative that adds a negation word). With ``--reject-shortcuts`` the
 generated sides' filter fails a deletion positive and a negative adding a negation word (filter.reject_shortcuts:
@@ -15,7 +20,7 @@ best of k keeps another candidate instead); the mined side keeps the shipped bas
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
         [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
-        [--reject-shortcuts] [--warm-dtype float32]
+        [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--sides SIDE ...]
         [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
@@ -24,8 +29,10 @@ Each chunk is a synthesis folder of its own, so an interrupted call goes on from
 chunks lie in a folder named by a hash of what decides them (generator folder, prompts, filter, mining, chunk size,
 anchors), so a call with other settings never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
-anchors, false negatives and the shortcut rates of the assayed rows; the assay's paired differences (bootstrap over
-test pairs and training seeds) art - mined, warm - mined and art - warm.
+anchors, false negatives, the shortcut rates of the assayed rows and how much of its anchor a kept negative keeps
+(anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm);
+the assay's paired differences (bootstrap over test pairs and training seeds) of each generated side against
+mined, art - warm and warm_edit - warm.
 
 Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
 """
@@ -40,6 +47,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from record import write_record
 from warm_start import (
     ALL_PROJECTIONS,
@@ -52,7 +61,8 @@ from warm_start import (
     warm_generator,
 )
 
-PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"))  # (A, B): B - A
+SIDES = ("mined", "warm", "art", "warm_edit")
+PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"), ("mined", "warm_edit"), ("warm", "warm_edit"))  # B - A
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
     {"fn": "hardcse.art.reward.shortcuts:cue_word_negative", "weight": -0.3},
@@ -67,6 +77,13 @@ def chunk_key(*parts) -> str:
     """A short hash of what decides a folder's content (dataclasses by their fields, lists by their items)."""
     text = json.dumps([dataclasses.asdict(p) if dataclasses.is_dataclass(p) else p for p in parts], default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def record_of(warm_dir: Path) -> dict:
+    """What a warm start's record says of its training."""
+    from hardcse.art.rl.warm_start import read_record
+
+    return {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")}
 
 
 def main() -> None:
@@ -84,14 +101,18 @@ def main() -> None:
     parser.add_argument("--penalties", action="store_true", help="the art side's RL with the shortcut penalties")
     parser.add_argument("--reject-shortcuts", action="store_true", help="the generated sides' filter rejects them")
     parser.add_argument("--warm-dtype", choices=("float32", "bfloat16"), default="float32", help="warm_start.dtype")
+    parser.add_argument(
+        "--edit-cover", type=float, default=0.5, help="warm_edit's warm_start.negative_min_cover (with --sides)"
+    )
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES[:3]), help="the sides to make")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
 
     from hardcse.art.analysis.judge import triplet_shortcuts
     from hardcse.art.config import ArtRunConfig
+    from hardcse.art.reward.shortcuts import anchor_cover
     from hardcse.art.reward_config import RewardTermConfig
     from hardcse.art.rl.tuning import tune_generator
-    from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, per_anchor
     from hardcse.art.synthesis.triplets import synthesize
@@ -116,6 +137,10 @@ def main() -> None:
     # the folder named by what trains it beyond the cache's own key (steps, dtype), so a call with others trains anew
     name = f"{name}_{args.steps}_{args.warm_dtype}"
     warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
+    if "warm_edit" in args.sides:  # the clean warm start whose contradictions edit their premise
+        edit_name = f"warm_start_clean_cover{args.edit_cover:g}_{args.steps}_{args.warm_dtype}"
+        edit_settings = {"drop_shortcuts": True, "negative_min_cover": args.edit_cover}
+        edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
     rl_steps = args.rl_steps or config.rl.steps
@@ -148,7 +173,7 @@ def main() -> None:
     if args.penalties:
         terms = [*config.reward.terms, *(RewardTermConfig(**t) for t in SHORTCUT_PENALTIES)]
         rl_reward = dataclasses.replace(config.reward, terms=terms)
-    art_dir = tuned(rl_reward)
+    art_dir = tuned(rl_reward) if "art" in args.sides else None
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
     raw_prompts = synthesis_settings(config, args.rl_seed)
@@ -156,7 +181,9 @@ def main() -> None:
         "mined": (config.generator.model, raw_prompts, config.filter, True),
         "warm": (str(warm_dir), no_demonstration, best_of, False),
         "art": (str(art_dir), no_demonstration, best_of, False),
+        "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, False),
     }
+    sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
@@ -189,18 +216,23 @@ def main() -> None:
             **{m: bootstrap_mean(measured[m]).to_dict() for m in SYNTHETIC_ACCURACY},
             "false_negatives": false_negatives(records, judge),
             "shortcuts": triplet_shortcuts(triplets[: args.rows], prompts),
+            "negative_cover": float(np.mean([anchor_cover(t[0], t[2]) for t in triplets[: args.rows]])),
         }
-    # RL's own effect, paired: art - warm over the anchors both wrote for (the corpus' first, in the same order)
-    shared = min(len(per_side["warm"]["kept"]), len(per_side["art"]["kept"]))
-    if anchors_of["warm"][:shared] != anchors_of["art"][:shared]:
-        sys.exit("error: the warm and art sides wrote for other anchors or in another order: nothing to pair")
-    rl_effect = {
-        "anchors": shared,
-        **{
-            m: paired_bootstrap(per_side["warm"][m][:shared], per_side["art"][m][:shared])["difference"].to_dict()
-            for m in (*SYNTHETIC_ACCURACY, "kept")
-        },
-    }
+
+    def paired_judged(before: str, after: str) -> dict:
+        """after - before by the judge, paired over the anchors both wrote for (the corpus' first, in order)."""
+        shared = min(len(per_side[before]["kept"]), len(per_side[after]["kept"]))
+        if anchors_of[before][:shared] != anchors_of[after][:shared]:
+            sys.exit(f"error: the {before} and {after} sides wrote for other anchors or in another order")
+        return {
+            "anchors": shared,
+            **{
+                m: paired_bootstrap(per_side[before][m][:shared], per_side[after][m][:shared])["difference"].to_dict()
+                for m in (*SYNTHETIC_ACCURACY, "kept")
+            },
+        }
+
+    judged = {f"{b} - {a}": paired_judged(a, b) for a, b in PAIRS if a != "mined" and {a, b} <= set(sides)}
     rows = min(args.rows, *(r["kept"] for r in results.values()))
     assay_config = dataclasses.replace(
         load_config(AssayConfig, "assay"),
@@ -218,7 +250,7 @@ def main() -> None:
         ]
         for side in sides_order
     }
-    comparison = compare_groups(groups, list(PAIRS))
+    comparison = compare_groups(groups, [(a, b) for a, b in PAIRS if {a, b} <= set(sides)])
     payload = {
         "rows": rows,
         "rows_asked": args.rows,
@@ -229,9 +261,11 @@ def main() -> None:
         "reward_penalties": list(SHORTCUT_PENALTIES) if args.penalties else [],
         "reject_shortcuts": args.reject_shortcuts,
         "candidates": args.candidates,
-        "warm_start": {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
+        "warm_start": record_of(warm_dir),
         "sides": results,
-        "rl_effect": rl_effect,
+        **({"rl_effect": judged["art - warm"]} if "art - warm" in judged else {}),
+        "judged_pairs": judged,
+        **({"edit_warm_start": record_of(edit_dir)} if "warm_edit" in sides else {}),
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
@@ -245,11 +279,24 @@ def penalties(p: dict) -> str:
 
 def page(p: dict) -> list[str]:
     w = p["warm_start"]["config"]
+    with_cover = all("negative_cover" in r for r in p["sides"].values())
     lines = [
         f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
-        f"drop_shortcuts {w.get('drop_shortcuts', False)}. ART: cpu-full's PPO ({p['rl_steps']} steps) from it, "
-        f"RL seed {p['rl_seed']}, the KL's reference the warm start"
+        f"drop_shortcuts {w.get('drop_shortcuts', False)}"
+        + (
+            f". ART: cpu-full's PPO ({p['rl_steps']} steps) from it, RL seed {p['rl_seed']}, the KL's reference the "
+            "warm start"
+            if "art" in p["sides"]
+            else ""
+        )
         + (f", with the reward terms {penalties(p)} beside the dual reward" if p.get("reward_penalties") else "")
+        + (
+            f". warm_edit: the same warm start, drop_shortcuts True, its contradictions only those sharing at least "
+            f"{e['config']['negative_min_cover']:g} of their content words with their premise "
+            f"({e['pairs']['unrelated']} left out), loss {e['loss_first']:.3f} -> {e['loss_last']:.3f}"
+            if (e := p.get("edit_warm_start"))
+            else ""
+        )
         + f". Generated sides: best of {p['candidates']}"
         + (", their filter rejecting deletion positives and added negations" if p.get("reject_shortcuts") else "")
         + ". "
@@ -259,8 +306,9 @@ def page(p: dict) -> list[str]:
         f"{', '.join(map(str, p['train_seeds']))}. Synthetic accuracy by the judge over the side's anchors.",
         "",
         "| side | anchors | kept | kept fraction | kept a minute | accuracy positive | accuracy negative | "
-        "accuracy avg | false negatives | deletion positives | added negation |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "accuracy avg | false negatives | deletion positives | added negation |"
+        + (" negative's anchor cover |" if with_cover else ""),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cover else ""),
     ]
 
     for side, r in p["sides"].items():
@@ -271,11 +319,16 @@ def page(p: dict) -> list[str]:
             f"{cell(r['synthetic_accuracy_positive'])} | {cell(r['synthetic_accuracy_negative'])} | "
             f"{cell(r['synthetic_accuracy'])} | {fn.get('entailed', '-')} of {fn['kept']} | "
             f"{num(s['positive_deletion_rate'])} | {num(s['negative_added_negation_rate'])} |"
+            + (f" {num(r['negative_cover'])} |" if with_cover else "")
         )
-    if "rl_effect" in p:
-        e = p["rl_effect"]
-        lines += ["", f"RL's own effect, art - warm over the {e['anchors']} anchors both wrote for (paired bootstrap "
-                  "95% over anchors; one warm start, one RL seed): synthetic accuracy "
+    for name, e in p.get("judged_pairs", {"art - warm": p["rl_effect"]} if "rl_effect" in p else {}).items():
+        what, runs = (
+            ("RL's own effect, art - warm", "one warm start, one RL seed")
+            if name == "art - warm"
+            else (name, "one warm start a side")
+        )
+        lines += ["", f"{what} over the {e['anchors']} anchors both wrote for (paired bootstrap "
+                  f"95% over anchors; {runs}): synthetic accuracy "
                   f"{signed(e['synthetic_accuracy'])}, positive {signed(e['synthetic_accuracy_positive'])}, negative "
                   f"{signed(e['synthetic_accuracy_negative'])}; kept fraction {signed(e['kept'])}."]  # fmt: skip
     return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",

@@ -34,6 +34,11 @@ class WarmStartConfig(Checked):
     # deletion of its premise and contradictions whose hypothesis adds a negation word the premise lacks, by the
     # measures the shortcut rates use (hardcse/art/reward/shortcuts.py); off: every pair, as first measured
     drop_shortcuts: bool = False
+    # the least share of a contradiction's content words that its premise has (hardcse/art/reward/shortcuts.py
+    # anchor_cover); 0: every contradiction. Many of SNLI's contradictions describe another scene of the same photo
+    # ("The cows are eating hay"), which after a sentence of a wiki page reads as unrelated, not contradicting; 0.5
+    # keeps the contradictions that edit their premise (another fact, number or verb)
+    negative_min_cover: float = 0.0
     # the base model's weights while the adapter trains: float32 with eager attention was the fastest on 2 cores
     # (3.2 s a step of 8 pairs on an AVX-512 EPYC; SDPA under bfloat16 autocast several times slower)
     dtype: str = "float32"
@@ -53,6 +58,8 @@ class WarmStartConfig(Checked):
         check_positive("batch_size", self.batch_size)
         check_positive("learning_rate", self.learning_rate)
         check_positive("min_words", self.min_words)
+        if not 0.0 <= self.negative_min_cover <= 1.0:
+            raise ConfigValueError("negative_min_cover", f"{self.negative_min_cover}: give a share from 0 to 1")
         if self.max_words < self.min_words:
             raise ConfigValueError("max_words", f"{self.max_words} is below min_words {self.min_words}")
         if self.batch_size % 2:

@@ -54,6 +54,13 @@ def is_deletion(anchor: str, answer: str, share: float = DELETION_SHARE) -> bool
     return 0 < len(said) < len(words(anchor)) and sum(w in source for w in said) >= share * len(said)
 
 
+def anchor_cover(anchor: str, answer: str) -> float:
+    """The share of ``answer``'s content words (function words aside) that ``anchor`` has (1.0: none new, or no
+    content word): near 1 for an answer that edits its anchor, near 0 for one about something else."""
+    said, source = [w for w in words(answer) if w not in STOPWORDS], set(words(anchor))
+    return sum(w in source for w in said) / len(said) if said else 1.0
+
+
 def added_negations(anchor: str, answer: str) -> set[str]:
     """The negation words of ``answer`` that ``anchor`` does not have."""
     return {w for w in words(answer) if w in NEGATIONS or w.endswith("n't")} - set(words(anchor))

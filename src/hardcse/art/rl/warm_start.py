@@ -21,8 +21,9 @@ read, and (:func:`hardcse.cache.environment_digest`) hardcse's code, the librari
 The pairs are training splits only (no SICK: its sentences overlap SICK-R's test set). A pair is left out when a
 text of it is in an NLI dev or evaluation file (the discriminator's and the judge's dev data, SNLI test, MNLI dev),
 matches an STS evaluation text (``decontamination``), its answer has fewer than ``min_words`` or more than
-``max_words`` words, or (``drop_shortcuts``) it teaches a shortcut. The pairs are drawn in a seeded order, positive
-and negative alternating, each read once.
+``max_words`` words, (``drop_shortcuts``) it teaches a shortcut, or (``negative_min_cover``) it is a contradiction
+that says too little of its premise to edit it. The pairs are drawn in a seeded order, positive and negative
+alternating, each read once.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from hardcse.art.generator.model import (
     source_digest,
 )
 from hardcse.art.generator.prompts import Kind, render_prompts
-from hardcse.art.reward.shortcuts import added_negations, is_deletion
+from hardcse.art.reward.shortcuts import added_negations, anchor_cover, is_deletion
 from hardcse.art.warm_start_config import WarmStartConfig
 from hardcse.atomic import write_json_atomic
 from hardcse.cache import EntryDescription, environment_digest, publish_dir
@@ -98,7 +99,8 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
     """The ``config.pairs`` examples the warm start reads, in order, and the counts of what was left out and why."""
     pairs = read_nli_files(config.files).share(config.share)
     apart = held_apart_texts()
-    counts = {"read": len(pairs), "neutral": 0, "length": 0, "shortcut": 0, "dev_or_eval_text": 0, "duplicate": 0}
+    counts = dict.fromkeys(("neutral", "length", "shortcut", "unrelated", "dev_or_eval_text", "duplicate"), 0)
+    counts = {"read": len(pairs)} | counts
     by_kind: dict[str, list[Example]] = {"positive": [], "negative": []}
     seen: set[tuple[str, str, str]] = set()
     for premise, hypothesis, label in zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True):
@@ -108,6 +110,8 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
             counts["length"] += 1
         elif config.drop_shortcuts and takes_shortcut(premise, KIND_OF_LABEL[label], hypothesis):
             counts["shortcut"] += 1
+        elif KIND_OF_LABEL[label] == "negative" and anchor_cover(premise, hypothesis) < config.negative_min_cover:
+            counts["unrelated"] += 1
         elif normalise(premise) in apart or normalise(hypothesis) in apart:
             counts["dev_or_eval_text"] += 1
         elif (key := (normalise(premise), KIND_OF_LABEL[label], normalise(hypothesis))) in seen:
