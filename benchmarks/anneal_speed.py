@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hardcse.curriculum.task_order import anneal_task_order, greedy_task_order, random_task_order, tour_similarity
+from hardcse.datacube.task_order import anneal_task_order, greedy_task_order, random_task_order, tour_similarity
 from record import write_record
 
 

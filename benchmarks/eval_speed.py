@@ -16,7 +16,7 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.encoder.build import load_encoder
 from hardcse.evaluation.sts import evaluate_sts
-from hardcse.report.tables import sts_table_markdown
+from hardcse.tables import sts_table_markdown
 from record import write_record
 
 

@@ -13,7 +13,7 @@ from hardcse.data.nli import read_nli_files
 from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
 from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.logs import setup_logging
-from hardcse.report.tables import nli_table_markdown
+from hardcse.tables import nli_table_markdown
 from record import write_record
 
 

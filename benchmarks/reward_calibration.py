@@ -21,8 +21,8 @@ from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.parsing import parse_response
 from hardcse.art.generator.prompts import render_prompts
 from hardcse.art.generator.sampling import sample
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.dual import Reward
-from hardcse.art.reward_config import RewardConfig
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.discriminator.nli import load_discriminator

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from hardcse.report.tables import sts_table_markdown
+from hardcse.tables import sts_table_markdown
 from record import write_record
 
 

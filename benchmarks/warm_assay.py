@@ -110,8 +110,8 @@ def main() -> None:
 
     from hardcse.art.analysis.judge import triplet_shortcuts
     from hardcse.art.config import ArtRunConfig
+    from hardcse.art.reward.config import RewardTermConfig
     from hardcse.art.reward.shortcuts import anchor_cover
-    from hardcse.art.reward_config import RewardTermConfig
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, per_anchor
@@ -234,6 +234,9 @@ def main() -> None:
 
     judged = {f"{b} - {a}": paired_judged(a, b) for a, b in PAIRS if a != "mined" and {a, b} <= set(sides)}
     rows = min(args.rows, *(r["kept"] for r in results.values()))
+    if rows == 0:
+        empty = next(side for side, r in results.items() if not r["kept"])
+        sys.exit(f"error: the {empty} side kept no triplet of {results[empty]['anchors']} anchors; raise --max-anchors")
     assay_config = dataclasses.replace(
         load_config(AssayConfig, "assay"),
         data=[str(data[s]) for s in sides_order],

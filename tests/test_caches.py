@@ -327,7 +327,7 @@ def test_the_tuned_generator_key_follows_processes_engines_precision_and_the_ter
 
 
 def test_a_term_file_is_loaded_by_its_path_now_and_again_when_edited(tmp_path, monkeypatch):
-    from hardcse.art.term_loading import load_term_function
+    from hardcse.art.reward.term_loading import load_term_function
 
     for name, value in (("a", 1.0), ("b", 2.0)):
         (tmp_path / name).mkdir()

@@ -9,10 +9,10 @@ from hardcse.art.config import ArtRunConfig
 from hardcse.art.run import _easy_to_hard
 from hardcse.batching import ordered_batches
 from hardcse.config import load_config
-from hardcse.curriculum.config import CurriculumConfig
-from hardcse.curriculum.plan import load_tasks
 from hardcse.data.multitask import triplet_task
 from hardcse.data.triplets import write_triplets
+from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.plan import load_tasks
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed
 from hardcse.diffaug.run import diffaug_run
 from hardcse.encoder.build import load_encoder

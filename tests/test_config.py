@@ -14,7 +14,7 @@ from hardcse.art.config import (
 )
 from hardcse.assay import AssayConfig
 from hardcse.config import load_config, save_config
-from hardcse.curriculum.config import CurriculumConfig
+from hardcse.datacube.config import CurriculumConfig
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder.simcse import SimCSEConfig

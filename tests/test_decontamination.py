@@ -156,8 +156,8 @@ def planted():
 
 
 def test_datacube_drops_matching_instances_per_task_and_refuses_an_emptied_task(tmp_path, planted):
-    from hardcse.curriculum.config import CurriculumConfig
-    from hardcse.curriculum.plan import load_tasks
+    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.plan import load_tasks
 
     folder = tmp_path / "tasks"
     folder.mkdir()

@@ -10,10 +10,10 @@ import pytest
 from hardcse.art.analysis.judge import shortcut_measures
 from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.prompts import messages, shown_demonstrations
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.dual import dual_reward, reward_terms
 from hardcse.art.reward.shortcuts import added_negations, is_deletion, leaked_words
 from hardcse.art.reward.terms import TermContext
-from hardcse.art.reward_config import RewardConfig
 from hardcse.config import ConfigValueError
 
 POOL = [
@@ -111,7 +111,7 @@ def test_gated_difficulty_pays_only_a_judged_correct_answer():
 
 
 def test_the_penalty_terms_through_the_reward_machinery():
-    from hardcse.art.reward_config import RewardTermConfig
+    from hardcse.art.reward.config import RewardTermConfig
 
     config = RewardConfig(
         terms=[

@@ -18,14 +18,16 @@ LAYERS = {
     "hardcse.api": 9,
     "hardcse.art.run": 8,
     "hardcse.assay": 8,
-    "hardcse.curriculum": 8,
+    "hardcse.datacube": 8,
     "hardcse.diffaug": 8,
     "hardcse.art.analysis": 7,
     "hardcse.art.synthesis": 6,
     "hardcse.art.rl": 6,
     "hardcse.art.reward": 5,
+    "hardcse.art.reward.config": 3,  # the reward's config and its terms' loading: what art/config.py builds on
+    "hardcse.art.reward.term_loading": 3,
     "hardcse.art.generator": 4,
-    "hardcse.art": 3,  # art/config.py, reward_config.py, term_loading.py, log_keys.py
+    "hardcse.art": 3,  # art/config.py, warm_start_config.py, log_keys.py
     "hardcse.evaluation": 3,
     "hardcse.encoder": 2,
     "hardcse.discriminator": 2,
@@ -33,7 +35,7 @@ LAYERS = {
     "hardcse.training": 1,
     "hardcse.run_folder": 1,
     "hardcse.tracking": 1,
-    "hardcse.report": 1,
+    "hardcse.tables": 1,
 }
 
 

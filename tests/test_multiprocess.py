@@ -17,7 +17,7 @@ from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.distributed import RankSlices, split_slices
 from hardcse.encoder.build import load_encoder
 from test_art_run import run_config  # noqa: F401  (a fixture)
-from test_curriculum import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
+from test_datacube import _tiny_overrides, task_folder  # noqa: F401  (a fixture)
 from test_diffaug import nli_file  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow  # several processes, each importing torch: `make test` runs it, `make test-fast` does not

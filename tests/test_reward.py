@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.dual import dual_reward
-from hardcse.art.reward_config import RewardConfig
 
 CONFIG = RewardConfig(w1=0.5, w2=0.5, omega=0.6, alpha_pos=0.7, alpha_neg=0.8, invalid_penalty=-1)
 

@@ -6,8 +6,8 @@ import pytest
 
 from hardcse.art.config import TuneConfig
 from hardcse.art.generator.parsing import Parsed
+from hardcse.art.reward.config import RewardConfig, RewardTermConfig
 from hardcse.art.reward.dual import Reward, dual_reward
-from hardcse.art.reward_config import RewardConfig, RewardTermConfig
 from hardcse.config import load_config
 from hardcse.errors import HardcseError
 
@@ -231,7 +231,7 @@ def test_a_term_runs_through_tuning_synthesis_and_the_held_out_comparison(
 def test_the_documented_example_term_by_hand():
     from pathlib import Path
 
-    from hardcse.art.term_loading import load_term_function
+    from hardcse.art.reward.term_loading import load_term_function
 
     example = Path(__file__).resolve().parents[1] / "examples" / "reward_terms.py"
     copy = load_term_function(f"{example}:demonstration_copy")

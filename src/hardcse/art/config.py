@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from hardcse.art.reward_config import RewardConfig
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.warm_start_config import WarmStartConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig

@@ -74,7 +74,7 @@ def run_config(cls: type[T], args: argparse.Namespace, extra_overrides: list[str
 def print_sts(records: dict[str, dict], out: Path | None = None, title: str = "") -> None:
     """The STS table of ``eval.json`` records (label -> record); with ``out``, also ``out/eval.md``."""
     from hardcse.evaluation.sts import sts_rows
-    from hardcse.report.tables import sts_table_markdown
+    from hardcse.tables import sts_table_markdown
 
     table = sts_table_markdown(sts_rows(records))
     print(table)

@@ -29,9 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def plan(args: argparse.Namespace) -> None:
-    from hardcse.curriculum.config import CurriculumConfig
-    from hardcse.curriculum.plan import load_plan
-    from hardcse.curriculum.run import datacube_run
+    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.plan import load_plan
+    from hardcse.datacube.run import datacube_run
 
     run = datacube_run(
         run_config(CurriculumConfig, args), args.out, train=False, resume=args.resume, overwrite=args.overwrite
@@ -51,8 +51,8 @@ def plan(args: argparse.Namespace) -> None:
 
 
 def train(args: argparse.Namespace) -> None:
-    from hardcse.curriculum.config import CurriculumConfig
-    from hardcse.curriculum.run import datacube_run
+    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.run import datacube_run
 
     config = run_config(CurriculumConfig, args)
     out = datacube_run(config, args.out, resume=args.resume, overwrite=args.overwrite).dir

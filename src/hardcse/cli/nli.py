@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def train(args: argparse.Namespace) -> None:
     from hardcse.discriminator.train import NLITrainConfig, nli_run
-    from hardcse.report.tables import nli_table_markdown
+    from hardcse.tables import nli_table_markdown
 
     config = run_config(NLITrainConfig, args)
     results = nli_run(config, args.out, evaluate=not args.no_eval, resume=args.resume, overwrite=args.overwrite)
@@ -48,7 +48,7 @@ def evaluate(args: argparse.Namespace) -> None:
     from hardcse.atomic import write_json_atomic
     from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
     from hardcse.folder_checks import check_output_folder
-    from hardcse.report.tables import nli_table_markdown
+    from hardcse.tables import nli_table_markdown
 
     if args.out:
         check_output_folder(Path(args.out))

@@ -23,8 +23,8 @@ from sentence_transformers import SentenceTransformer
 
 from hardcse.art.generator.parsing import Parsed
 from hardcse.art.log_keys import DUAL_KEYS
+from hardcse.art.reward.config import RewardConfig
 from hardcse.art.reward.terms import Term, TermContext, config_terms, evaluate_terms
-from hardcse.art.reward_config import RewardConfig
 from hardcse.data.nli import LABEL_ID
 from hardcse.discriminator.nli import NLIDiscriminator
 from hardcse.encoder.encode import encode, pair_cosines

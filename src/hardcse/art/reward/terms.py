@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hardcse.art.term_loading import TermFn, load_term_function, one_line
+from hardcse.art.reward.term_loading import TermFn, load_term_function, one_line
 from hardcse.errors import HardcseError
 
 if TYPE_CHECKING:
-    from hardcse.art.reward_config import RewardTermConfig
+    from hardcse.art.reward.config import RewardTermConfig
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import GENERATOR_FILE, source_digest
+from hardcse.art.reward.term_loading import term_code_digest
 from hardcse.art.rl.loop import saved_state_exists
 from hardcse.art.rl.rl_log import COMPLETIONS, RL_LOG, RLLog
 from hardcse.art.rl.rollouts import resolve_rollout_engine
 from hardcse.art.synthesis.anchors import anchors_for_step
-from hardcse.art.term_loading import term_code_digest
 from hardcse.atomic import recover_dir, replace_dir
 from hardcse.cache import EntryDescription, environment_digest, lease, publish_dir
 from hardcse.devices import resolve_device, supports_bfloat16

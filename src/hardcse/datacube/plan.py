@@ -25,8 +25,6 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.config import config_from_dict, config_to_dict  # noqa: E402
-from hardcse.curriculum.config import CurriculumConfig  # noqa: E402
-from hardcse.curriculum.task_order import anneal_task_order, random_task_order, tour_similarity  # noqa: E402
 from hardcse.data.decontamination import Decontamination  # noqa: E402
 from hardcse.data.multitask import (  # noqa: E402
     Task,
@@ -36,6 +34,8 @@ from hardcse.data.multitask import (  # noqa: E402
     read_task_folder,
     triplet_task,
 )
+from hardcse.datacube.config import CurriculumConfig  # noqa: E402
+from hardcse.datacube.task_order import anneal_task_order, random_task_order, tour_similarity  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
 from hardcse.engines import Engine  # noqa: E402

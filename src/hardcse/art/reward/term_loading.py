@@ -1,6 +1,6 @@
 """Loading the Python function a reward term names in a config (``package.module:function`` or
 ``path/to/file.py:function``), and digesting the code it runs. The configs check a term's function here when they
-load (hardcse/art/reward_config.py); the reward calls it (hardcse/art/reward/terms.py).
+load (hardcse/art/reward/config.py); the reward calls it (hardcse/art/reward/terms.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 
 from hardcse.batching import PlanBatches
-from hardcse.curriculum.plan import Plan, difficulties
+from hardcse.datacube.plan import Plan, difficulties
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.engines import Engine

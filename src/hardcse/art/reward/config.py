@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from hardcse.art.log_keys import RESERVED_NAMES
-from hardcse.art.term_loading import NAME_PATTERN, load_term_function
+from hardcse.art.reward.term_loading import NAME_PATTERN, load_term_function
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_range
 from hardcse.errors import HardcseError
 

@@ -1,4 +1,4 @@
-"""Markdown tables of results."""
+"""Markdown tables of results: STS scores by model, NLI metrics by evaluation set."""
 
 from __future__ import annotations
 

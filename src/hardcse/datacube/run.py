@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hardcse.curriculum.config import CurriculumConfig
-from hardcse.curriculum.plan import build_plan, load_plan, load_tasks, save_plan
-from hardcse.curriculum.train import train_from_plan
 from hardcse.data.decontamination import Decontamination
 from hardcse.data.multitask import triplet_task
+from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.plan import build_plan, load_plan, load_tasks, save_plan
+from hardcse.datacube.train import train_from_plan
 from hardcse.distributed import is_main
 from hardcse.engines import Engine
 from hardcse.evaluation.sts import write_sts_eval

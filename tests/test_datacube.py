@@ -12,16 +12,16 @@ import yaml
 from conftest import run_until_killed
 from hardcse.cli import main
 from hardcse.config import load_config
-from hardcse.curriculum.config import CurriculumConfig
-from hardcse.curriculum.plan import build_plan, combine_batches, load_plan, save_plan, task_batches
-from hardcse.curriculum.task_order import (
+from hardcse.data.decontamination import Decontamination, DecontaminationConfig
+from hardcse.data.multitask import builtin_collection, read_medi, read_task_folder
+from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.plan import build_plan, combine_batches, load_plan, save_plan, task_batches
+from hardcse.datacube.task_order import (
     anneal_task_order,
     greedy_task_order,
     swap_delta,
     tour_similarity,
 )
-from hardcse.data.decontamination import Decontamination, DecontaminationConfig
-from hardcse.data.multitask import builtin_collection, read_medi, read_task_folder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.errors import HardcseError
 from hardcse.training import TrainingSettings

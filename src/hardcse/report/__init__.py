@@ -1,1 +1,0 @@
-"""Tables, plots and manifests of results."""
