@@ -31,7 +31,7 @@ from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
-from record import write_record
+from record import signed_interval, write_record
 
 MEANING = ("p_target_parsed", "judged_correct", "r2_parsed", "reward_parsed", "parse_failure", "reward")
 DIAGNOSTICS = (
@@ -84,7 +84,7 @@ def markdown(record: dict) -> list[str]:
         for measure in MEANING:
             d = (run["heldout"].get(measure) or {}).get("difference")
             mark = " *" if d and (d["low"] > 0 or d["high"] < 0) else ""
-            cells.append(f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}" if d else "-")
+            cells.append(f"{signed_interval(d)}{mark}" if d else "-")
         lines.append(f"| `{name}` | {run['algorithm']}, {run['rl_minutes']:.1f} min | " + " | ".join(cells) + " |")
     lines += ["", "\\* the interval excludes zero.", ""]
     for name, run in record["runs"].items():

@@ -46,7 +46,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from record import RESULTS  # noqa: E402
+from record import RESULTS, signed_interval  # noqa: E402
 
 PLAIN_EVAL = """
 import sys, time
@@ -327,8 +327,7 @@ def markdown(r: dict) -> list[str]:
         diff = d["difference"]
         verdict = "" if diff["low"] > 0 or diff["high"] < 0 else " (no detectable difference)"
         lines.append(
-            f"| {key} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | "
-            f"{diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]{verdict} |"
+            f"| {key} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {signed_interval(diff)}{verdict} |"
         )
     return [*lines, ""]
 

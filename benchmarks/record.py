@@ -81,10 +81,14 @@ def verdict(difference: dict) -> str:
     return "no detectable difference" if difference["low"] <= 0 <= difference["high"] else "differs"
 
 
+def signed_interval(d: dict, digits: int = 3) -> str:
+    """An interval as a record stores it, as text with signs: ``+0.123 [-0.010, +0.250]``."""
+    return f"{d['estimate']:+.{digits}f} [{d['low']:+.{digits}f}, {d['high']:+.{digits}f}]"
+
+
 def difference_cell(difference: dict) -> str:
     """A difference as a table cell: its estimate, its interval and its :func:`verdict`."""
-    d = difference
-    return f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({verdict(d)})"
+    return f"{signed_interval(difference)} ({verdict(difference)})"
 
 
 def write_json(name: str, payload: object, results: Path = RESULTS) -> Path:

@@ -106,14 +106,9 @@ def main() -> None:
     print(write_record("rollout_engines", "RL's rollouts in PyTorch and in OpenVINO", markdown(result), result))
 
 
-def interval(d: dict, signed: bool = True) -> str:
-    sign = "+" if signed else ""
-    return f"{d['estimate']:{sign}.3f} [{d['low']:{sign}.3f}, {d['high']:{sign}.3f}]"
-
-
 def markdown(result: dict) -> list[str]:
     from art_profile import PARTS
-    from record import verdict
+    from record import difference_cell, signed_interval
 
     lines = [
         "cpu-full's first round of RL (25 PPO steps x 16 rollouts) per rollout engine and seed, the quickstart's "
@@ -128,7 +123,7 @@ def markdown(result: dict) -> list[str]:
         held = run["heldout"]
         cells = [run["rollouts"], run["seed"], f"{run['step_seconds']:.2f}", *(f"{run['parts'][p]:.2f}" for p in PARTS)]
         cells += [f"{run['response_tokens']:.1f}", f"{run['reward_last_5_steps']:+.3f}"]
-        cells += [interval(held["reward"]["difference"]), interval(held["kept"]["difference"])]
+        cells += [signed_interval(held["reward"]["difference"]), signed_interval(held["kept"]["difference"])]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     for seed, differences in result["differences"].items():
         lines += [
@@ -140,9 +135,7 @@ def markdown(result: dict) -> list[str]:
         ]
         for name, d in differences.items():
             diff = d["difference"]
-            lines.append(
-                f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {interval(diff)} ({verdict(diff)}) |"
-            )
+            lines.append(f"| {name} | {d['a']['estimate']:.3f} | {d['b']['estimate']:.3f} | {difference_cell(diff)} |")
     lines += [
         "",
         "One tuning a side and seed: the intervals above are over held-out anchors, not over tunings, so they do not "
@@ -159,7 +152,7 @@ def over_seeds(result: dict) -> list[str]:
     interval (the seed the unit)."""
     from scipy import stats
 
-    from record import verdict
+    from record import difference_cell
 
     runs, seeds = result["runs"], result["seeds"]
     measures = {
@@ -184,7 +177,7 @@ def over_seeds(result: dict) -> list[str]:
         diff = {"estimate": float(d.mean()), "low": float(d.mean() - half), "high": float(d.mean() + half)}
         mean = ".2f" if "seconds" in name else "+.3f"
         cells = [f"{torch_values.mean():{mean}}", f"{openvino_values.mean():{mean}}", *(f"{x:+.3f}" for x in d)]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {interval(diff)} ({verdict(diff)}) |")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {difference_cell(diff)} |")
     return lines + [""]
 
 

@@ -79,7 +79,7 @@ def main() -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import verdict
+    from record import signed_interval, verdict
 
     rows = result["runs"]
     lines = [
@@ -99,7 +99,7 @@ def markdown(result: dict) -> list[str]:
         "",
     ]
     for seed, d in result["differences"].items():
-        lines.append(f"- seed {seed}: {d['estimate']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] ({verdict(d)})")
+        lines.append(f"- seed {seed}: {signed_interval(d, 2)} ({verdict(d)})")
     seconds = {dtype: statistics.mean(r["seconds"] for r in rows if r["dtype"] == dtype) for dtype in DTYPES}
     lines += [
         "",

@@ -23,7 +23,7 @@ import math
 import os
 from pathlib import Path
 
-from record import RESULTS, write_record
+from record import RESULTS, signed_interval, write_record
 
 
 def counts(rows: list[dict]) -> dict:
@@ -106,7 +106,7 @@ def main() -> None:
         lines += ["| B - A | measure | difference |", "|---|---|---:|"]
         for name, measures in comparisons.items():
             for m, d in measures.items():
-                lines.append(f"| {name} | {m} | {d['estimate']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] |")
+                lines.append(f"| {name} | {m} | {signed_interval(d, 2)} |")
     payload = {"sides": sides, **({"comparisons": comparisons} if comparisons else {})}
     write_record(args.name, "Kept triplets read by a reader who did not make them", [*lines, ""], payload)
 

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import write_record
+from record import signed_interval, write_record
 from warm_start import (
     ALL_PROJECTIONS,
     cell,
@@ -330,16 +330,12 @@ def page(p: dict) -> list[str]:
             if name == "art - warm"
             else (name, "one warm start a side")
         )
+        accuracy = {part: signed_interval(e[f"synthetic_accuracy{part}"]) for part in ("", "_positive", "_negative")}
         lines += ["", f"{what} over the {e['anchors']} anchors both wrote for (paired bootstrap "
-                  f"95% over anchors; {runs}): synthetic accuracy "
-                  f"{signed(e['synthetic_accuracy'])}, positive {signed(e['synthetic_accuracy_positive'])}, negative "
-                  f"{signed(e['synthetic_accuracy_negative'])}; kept fraction {signed(e['kept'])}."]  # fmt: skip
+                  f"95% over anchors; {runs}): synthetic accuracy {accuracy['']}, positive {accuracy['_positive']}, "
+                  f"negative {accuracy['_negative']}; kept fraction {signed_interval(e['kept'])}."]  # fmt: skip
     return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",
             p["assay_table"], ""]  # fmt: skip
-
-
-def signed(interval: dict) -> str:
-    return f"{interval['estimate']:+.3f} [{interval['low']:+.3f}, {interval['high']:+.3f}]"
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import write_record
+from record import signed_interval, write_record
 from warm_start import (
     ALL_PROJECTIONS,
     cell,
@@ -194,7 +194,7 @@ def page(p: dict) -> list[str]:
     for name, d in p["differences"].items():
         for measure, v in d.items():
             mark = " *" if v["low"] > 0 or v["high"] < 0 else ""
-            lines.append(f"| {name} | {measure} | {v['estimate']:+.3f} [{v['low']:+.3f}, {v['high']:+.3f}]{mark} |")
+            lines.append(f"| {name} | {measure} | {signed_interval(v)}{mark} |")
     lines += ["", "\\* the interval excludes zero.", "", "Per seed:", ""]
     lines += ["| seed | RL minutes | reward first -> last | warm avg | tuned avg | warm kept | tuned kept |"]
     lines += ["|---:|---:|---|---:|---:|---:|---:|"]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import write_record
+from record import signed_interval, write_record
 
 NLI_SEEDS = {"discriminator": 42, "judge": 7}
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -378,7 +378,7 @@ def page(p: dict) -> list[str]:
         ):
             v = d[k]["difference"] if isinstance(d.get(k), dict) and "difference" in d[k] else d.get(k)
             if v:
-                lines.append(f"| {name} | {k} | {v['estimate']:+.3f} [{v['low']:+.3f}, {v['high']:+.3f}] |")
+                lines.append(f"| {name} | {k} | {signed_interval(v)} |")
     lines += [
         "",
         "Shortcuts and difficulty (means over anchors where defined):",
