@@ -36,6 +36,7 @@ from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import STSEvaluator, dev_evaluator
 from hardcse.resources import resolve_model
+from hardcse.seeding import seeded_torch
 from hardcse.training import TrainingSettings, TrainOutcome, run_training_job
 
 log = logging.getLogger(__name__)
@@ -86,27 +87,30 @@ def stage1_settings(config: DiffAugConfig) -> TrainingSettings:
 def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
     """Prefix-tuning with the encoder frozen, into ``out_dir``: the encoder with its prefixes, the classifier,
     ``stage1.json``, ``diagnostics.jsonl`` + ``diagnostics.png`` and the config."""
-    torch.manual_seed(config.seed)  # the fresh prefixes and classifier: the same in every run
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model = starting_model(config)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    for p in prefixed(model).prefixes.parameters():
-        p.requires_grad_(True)
-    premises, hypotheses, labels = classification_rows(data.pairs, config.stage1.labels)
-    dataset = Dataset.from_dict({"premise": premises, "hypothesis": hypotheses, "label": labels})
-    classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config))
-    head = MLPHead(model.get_embedding_dimension()) if config.mlp_head else None
-    diagnostics = Stage1Diagnostics(
-        model,
-        data.probe,
-        config.stage1.diagnostics_every,
-        out_dir / "diagnostics.jsonl",
-        config.stage1.select,
-        config.stage1.kappa_tolerance,
-        loss_modules={"classifier": classifier, **({"head": head} if head is not None else {})},
-    )
-    log.info("DiffAug stage 1: %d NLI pairs (%s), %d steps", len(dataset), config.stage1.labels, config.stage1.steps)
+    # the fresh prefixes and classifier: the same in every run (the Trainer seeds its training itself)
+    with seeded_torch(config.seed):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model = starting_model(config)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for p in prefixed(model).prefixes.parameters():
+            p.requires_grad_(True)
+        premises, hypotheses, labels = classification_rows(data.pairs, config.stage1.labels)
+        dataset = Dataset.from_dict({"premise": premises, "hypothesis": hypotheses, "label": labels})
+        classifier = PairClassifier(model.get_embedding_dimension(), _num_labels(config))
+        head = MLPHead(model.get_embedding_dimension()) if config.mlp_head else None
+        diagnostics = Stage1Diagnostics(
+            model,
+            data.probe,
+            config.stage1.diagnostics_every,
+            out_dir / "diagnostics.jsonl",
+            config.stage1.select,
+            config.stage1.kappa_tolerance,
+            loss_modules={"classifier": classifier, **({"head": head} if head is not None else {})},
+        )
+        log.info(
+            "DiffAug stage 1: %d NLI pairs (%s), %d steps", len(dataset), config.stage1.labels, config.stage1.steps
+        )
 
     def select_prefixes(trained: SentenceTransformer) -> dict:
         diagnostics.restore_selected()
@@ -195,20 +199,20 @@ def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, e
 def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: Path, engine: Engine) -> TrainOutcome:
     """Joint tuning (or SimCSE); keeps the best checkpoint on STS-B dev (encoded in ``engine``) in ``out_dir`` with
     ``training.json``."""
-    torch.manual_seed(config.seed)
-    model, classifier, head = stage2_model(config, stage1_dir)
-    transformer = prefixed(model)
-    if transformer is not None and not config.stage2.train_prefixes:
-        for p in transformer.prefixes.parameters():
-            p.requires_grad_(False)
-    if not config.stage2.train_encoder:  # the prefix-only ablation: the encoder's own weights stay as they are
-        for p in model[0].model.parameters():
-            p.requires_grad_(False)
-    dataset = stage2_dataset(config, data)
-    n_contrastive = 3 if config.setting == "sup" else 2
-    loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight, head)
-    log.info("DiffAug stage 2 (%s, %s): %d rows, %s", config.setting, config.method, len(dataset), config.training)
-    evaluator = dev_evaluator(model.max_seq_length, engine)
+    with seeded_torch(config.seed):  # the fresh parts of the model: the same in every run
+        model, classifier, head = stage2_model(config, stage1_dir)
+        transformer = prefixed(model)
+        if transformer is not None and not config.stage2.train_prefixes:
+            for p in transformer.prefixes.parameters():
+                p.requires_grad_(False)
+        if not config.stage2.train_encoder:  # the prefix-only ablation: the encoder's own weights stay as they are
+            for p in model[0].model.parameters():
+                p.requires_grad_(False)
+        dataset = stage2_dataset(config, data)
+        n_contrastive = 3 if config.setting == "sup" else 2
+        loss = PrefixContrastiveLoss(model, config.tau, n_contrastive, classifier, config.stage2.aux_weight, head)
+        log.info("DiffAug stage 2 (%s, %s): %d rows, %s", config.setting, config.method, len(dataset), config.training)
+        evaluator = dev_evaluator(model.max_seq_length, engine)
     outcome = run_training_job(
         model,
         dataset,

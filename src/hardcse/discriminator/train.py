@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import torch
 from datasets import Dataset
 from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 from sentence_transformers.cross_encoder import CrossEncoder
@@ -23,6 +22,7 @@ from hardcse.discriminator.nli import NLIDiscriminator, nli_metrics
 from hardcse.errors import HardcseError
 from hardcse.paths import data_dir
 from hardcse.resources import resolve_model
+from hardcse.seeding import seeded_torch
 from hardcse.tracking.config import Tracked
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, run_training_job
 
@@ -105,16 +105,16 @@ def train_nli(
         train = NLIPairs(*([column[i] for i in keep] for column in (train.premises, train.hypotheses, train.labels)))
     log.info("NLI training: %d train pairs, %d dev pairs", len(train), len(dev))
 
-    torch.manual_seed(settings.seed)  # the fresh classification head: the same weights in every run
-    model = CrossEncoder(
-        str(resolve_model(config.base_model)),
-        num_labels=len(LABELS),
-        max_length=settings.max_seq_length,
-        local_files_only=True,
-        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
-    )
+    with seeded_torch(settings.seed):  # the fresh classification head: the same weights in every run
+        model = CrossEncoder(
+            str(resolve_model(config.base_model)),
+            num_labels=len(LABELS),
+            max_length=settings.max_seq_length,
+            local_files_only=True,
+            config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
+        )
     dataset = Dataset.from_dict({"premise": train.premises, "hypothesis": train.hypotheses, "label": train.labels})
-    run_training_job(
+    run_training_job(  # the Trainer seeds its training itself (TrainingSettings.seed)
         model,
         dataset,
         CrossEntropyLoss(model),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
@@ -14,6 +13,7 @@ from hardcse.devices import resolve_device
 from hardcse.encoder import POOLINGS
 from hardcse.errors import HardcseError, loading
 from hardcse.resources import resolve_model
+from hardcse.seeding import seeded_torch
 
 
 def loads_hardcse_modules(path: Path) -> bool:
@@ -60,8 +60,7 @@ def load_encoder(
     dim = transformer.get_embedding_dimension()
     modules = [transformer, Pooling(dim, "mean" if pooling == "mean" else "cls")]
     if pooling == "cls_mlp":
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(head_seed)
+        with seeded_torch(head_seed):
             modules.append(Dense(dim, dim))  # SimCSE's MLP: Linear + tanh (Dense's default activation)
     if any(isinstance(m, Normalize) for m in model):
         modules.append(Normalize())

@@ -35,6 +35,7 @@ from torch import nn
 from hardcse.art.config import RLConfig
 from hardcse.art.log_keys import MINIBATCH_KEYS
 from hardcse.distributed import mean_over_ranks
+from hardcse.seeding import seeded_torch
 
 if TYPE_CHECKING:
     from hardcse.art.rl.loop import PolicyOutputs, Rollout
@@ -161,9 +162,9 @@ class PPO:
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
         self.config = config
         # V(s_t), starting at 0 everywhere; built before the loop's optimizer, which takes the adapter's parameters
-        # and then these. Its layer's random start (zeroed at once) is drawn after a reseed, as it always was.
-        torch.manual_seed(config.seed)
-        self.value_head = nn.Linear(hidden_size, 1)
+        # and then these. Its layer's random start (zeroed at once) is drawn in a block of its own.
+        with seeded_torch(config.seed):
+            self.value_head = nn.Linear(hidden_size, 1)
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
         self.value_head.to(device)

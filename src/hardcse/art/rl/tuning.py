@@ -34,6 +34,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.progress import progress_bar
+from hardcse.seeding import seeded_torch
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,9 @@ def tune_generator(
     discriminator = discriminator or load_discriminator(config.discriminator, config.device)
     encoder = load_encoder(config.encoder, config.pooling, device=config.device)
     reward = Reward(discriminator, encoder, config.reward, engine)
-    torch.manual_seed(config.rl.seed)  # a fresh LoRA adapter's initial weights: the same in every process
     source = str(checkpoint) if resuming else config.generator.model
-    model, tokenizer = load_generator(source, config.generator, trainable=True)
+    with seeded_torch(config.rl.seed):  # a fresh LoRA adapter's initial weights: the same in every process
+        model, tokenizer = load_generator(source, config.generator, trainable=True)
     sampler = rollout_sampler(rollouts, model, tokenizer, config.generator, base_model_source(source))
     reference = reference_adapter(config.rl.reference, model)
     trainer = RLTrainer(model, tokenizer, config.generator, config.rl, sampler, reference)
@@ -119,10 +120,10 @@ def train(
             share = rank_block(len(anchors))  # several processes: each samples its block of the step's rollouts
             anchors, kinds, groups = anchors[share], kinds[share], groups[share]
             prompts = render_prompts(trainer.tokenizer, anchors, kinds, config.generator)
-            torch.manual_seed(rl.seed + step + RANK_SEED_STRIDE * rank())  # a resumed step samples the same way
             limits = token_limits(trainer.tokenizer, anchors, config.generator)
             score = ArtScore(reward, anchors, kinds)
-            stats = mean_over_ranks(trainer.step(prompts, groups, score, limits))
+            with seeded_torch(rl.seed + step + RANK_SEED_STRIDE * rank()):  # a resumed step samples the same way
+                stats = mean_over_ranks(trainer.step(prompts, groups, score, limits))
             rl_log.step(stats, trainer.step_count)
             bar.update(1)
             bar.set_postfix(progress(stats, [term.name for term in reward.terms]))

@@ -28,7 +28,6 @@ alternating, each read once.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -37,11 +36,9 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
 import torch
 
 from hardcse.art.config import GeneratorConfig, TuneConfig
@@ -64,6 +61,7 @@ from hardcse.distributed import world_size
 from hardcse.errors import HardcseError
 from hardcse.paths import cache_dir
 from hardcse.progress import shown
+from hardcse.seeding import callers_random_state, seeded_torch
 
 if TYPE_CHECKING:
     from hardcse.run_folder import RunFolder
@@ -137,19 +135,6 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
     return examples, counts
 
 
-@contextlib.contextmanager
-def callers_random_state() -> Iterator[None]:
-    """The caller's random state of torch (CPU and CUDA), numpy and Python, put back afterwards: transformers'
-    Trainer seeds all three globally."""
-    python, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if torch.cuda.is_available() else []):
-        try:
-            yield
-        finally:
-            random.setstate(python)
-            np.random.set_state(numpy_state)
-
-
 def train_warm_start(
     config: WarmStartConfig,
     generation: GeneratorConfig,
@@ -163,8 +148,7 @@ def train_warm_start(
     from trl import SFTConfig, SFTTrainer
 
     examples, counts = selected or warm_start_examples(config, decontamination)
-    with callers_random_state():
-        torch.manual_seed(config.seed)  # the new adapter's initial weights (the Trainer seeds the rest)
+    with seeded_torch(config.seed):  # the new adapter's initial weights (the Trainer seeds the rest)
         model, tokenizer = load_generator(
             generation.model, dataclasses.replace(generation, dtype=config.dtype), trainable=True
         )
