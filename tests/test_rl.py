@@ -88,14 +88,15 @@ def good_share(texts, truncated):  # dense reward: the share of "good" among the
 
 
 def losses_without_updates(trainer: RLTrainer) -> list[tuple]:
-    """(rollout, rows, losses) of every minibatch of the trainer's next step, whose optimizer then changes nothing:
-    every minibatch sees the policy that sampled."""
+    """(rollout, rows, losses and the ratio pi / pi_old) of every minibatch of the trainer's next step, whose
+    optimizer then changes nothing: every minibatch sees the policy that sampled."""
     seen = []
     losses_of = trainer.algorithm.losses
 
     def spy(rollout, rows, outputs):
         losses = losses_of(rollout, rows, outputs)
-        seen.append((rollout, rows, losses))
+        ratio = torch.exp(outputs.logprobs.detach() - rollout.old_logprobs[rows]) * rollout.samples.response_mask[rows]
+        seen.append((rollout, rows, losses | {"ratio": ratio}))  # pi / pi_old on each response token
         return losses
 
     trainer.algorithm.losses = spy

@@ -42,7 +42,7 @@ MINIBATCH_KEYS = {
     "grpo": ("policy_loss", "clipfrac", "entropy", "kl_token"),
 }
 AFTER_UPDATE_KEYS = {"ppo": ("kl", "kl_coef"), "grpo": ("kl", "reward_std_in_group")}
-LOSS_KEYS = ("loss", "ratio", "returns")  # the losses' other tensors, not logged
+LOSS_KEYS = ("loss", "returns")  # the loss the update minimises and PPO's returns: tensors, not logged
 
 
 def _reserved() -> frozenset[str]:

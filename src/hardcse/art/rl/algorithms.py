@@ -185,8 +185,8 @@ class PPO:
         return advantages, {"returns": returns, "kl": kl}
 
     def losses(self, rollout: Rollout, rows: torch.Tensor, outputs: PolicyOutputs) -> dict[str, torch.Tensor]:
-        """The PPO losses of minibatch ``rows`` at the current policy: ``loss`` is what the update minimises,
-        ``ratio`` (pi / pi_old per token) what a test reads."""
+        """The PPO losses of minibatch ``rows`` at the current policy: ``loss`` is what the update minimises, the
+        others what is logged of it."""
         logprobs, entropy, values = outputs
         mask = rollout.samples.response_mask[rows]
         old_logprobs = rollout.old_logprobs[rows]
@@ -203,7 +203,6 @@ class PPO:
             "clipfrac": clipfrac,
             "entropy": masked_mean(entropy, mask),
             "approx_kl": masked_mean(old_logprobs - logprobs, mask),
-            "ratio": torch.exp(logprobs - old_logprobs) * mask,
         }
 
     def after_update(self, rollout: Rollout, n_rollouts: int) -> dict:
@@ -263,7 +262,6 @@ class GRPO:
             "clipfrac": clipfrac,
             "kl_token": kl,
             "entropy": masked_mean(entropy, mask),
-            "ratio": torch.exp(logprobs - old_logprobs) * mask,
         }
 
     def after_update(self, rollout: Rollout, n_rollouts: int) -> dict:
