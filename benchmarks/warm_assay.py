@@ -10,7 +10,8 @@ real training set? Three sides write for the training corpus' anchors (in order,
   best of k;
 - ``warm_edit`` (with ``--edit-cover C``): a warm start without the shortcut-teaching pairs whose contradictions
   each share at least C of their content words with their premise (warm_start.negative_min_cover: edits of the
-  premise, not another scene), best of k.
+  premise, not another scene), and with ``--edit-positive-cover P`` whose entailments share at least P
+  (warm_start.positive_min_cover: restatements, nothing added), best of k.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -20,7 +21,7 @@ best of k keeps another candidate instead); the mined side keeps the shipped bas
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
         [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
-        [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--sides SIDE ...]
+        [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--edit-positive-cover P] [--sides SIDE ...]
         [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
@@ -104,6 +105,9 @@ def main() -> None:
     parser.add_argument(
         "--edit-cover", type=float, default=0.5, help="warm_edit's warm_start.negative_min_cover (with --sides)"
     )
+    parser.add_argument(
+        "--edit-positive-cover", type=float, default=0.0, help="warm_edit's warm_start.positive_min_cover"
+    )
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES[:3]), help="the sides to make")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
@@ -138,8 +142,14 @@ def main() -> None:
     name = f"{name}_{args.steps}_{args.warm_dtype}"
     warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
     if "warm_edit" in args.sides:  # the clean warm start whose contradictions edit their premise
-        edit_name = f"warm_start_clean_cover{args.edit_cover:g}_{args.steps}_{args.warm_dtype}"
-        edit_settings = {"drop_shortcuts": True, "negative_min_cover": args.edit_cover}
+        positive = f"_pcover{args.edit_positive_cover:g}" if args.edit_positive_cover else ""
+        covers = f"cover{args.edit_cover:g}{positive}"
+        edit_name = f"warm_start_clean_{covers}_{args.steps}_{args.warm_dtype}"
+        edit_settings = {
+            "drop_shortcuts": True,
+            "negative_min_cover": args.edit_cover,
+            "positive_min_cover": args.edit_positive_cover,
+        }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
@@ -296,7 +306,13 @@ def page(p: dict) -> list[str]:
         + (
             f". warm_edit: the same warm start, drop_shortcuts True, its contradictions only those sharing at least "
             f"{e['config']['negative_min_cover']:g} of their content words with their premise "
-            f"({e['pairs']['unrelated']} left out), loss {e['loss_first']:.3f} -> {e['loss_last']:.3f}"
+            f"({e['pairs'].get('negative_cover', e['pairs'].get('unrelated'))} left out)"
+            + (
+                f", its entailments only those sharing at least {pc:g} ({e['pairs']['positive_cover']} left out)"
+                if (pc := e["config"].get("positive_min_cover"))
+                else ""
+            )
+            + f", loss {e['loss_first']:.3f} -> {e['loss_last']:.3f}"
             if (e := p.get("edit_warm_start"))
             else ""
         )

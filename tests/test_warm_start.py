@@ -46,7 +46,8 @@ def test_the_pairs_alternate_kinds_and_leave_out_neutral_short_duplicate_and_hel
     examples, counts = warm_start_examples(config, OFF)
     assert [e.kind for e in examples] == ["positive", "negative"] * 3
     assert counts == {
-        "read": 11, "neutral": 1, "length": 1, "shortcut": 0, "unrelated": 0, "dev_or_eval_text": 2, "duplicate": 1,
+        "read": 11, "neutral": 1, "length": 1, "shortcut": 0, "positive_cover": 0, "negative_cover": 0,
+        "dev_or_eval_text": 2, "duplicate": 1,
         "decontaminated": 0, "available": {"positive": 3, "negative": 3}, "used": 6,
     }  # fmt: skip
     assert {(e.anchor, e.answer) for e in examples if e.kind == "negative"} == {
@@ -82,7 +83,7 @@ def test_drop_shortcuts_leaves_out_deletion_entailments_and_contradictions_addin
     assert kept[1]["shortcut"] == 0 and kept[1]["available"] == {"positive": 3, "negative": 3}
 
 
-def test_negative_min_cover_keeps_the_contradictions_that_edit_their_premise(tmp_path):
+def test_min_cover_keeps_the_answers_that_restate_or_edit_their_premise(tmp_path):
     rows = [
         ("the small cat runs home", "the big cat runs home", "contradiction"),  # cover 2/3 (big is new)
         ("the small cat runs home", "a dog sleeps on the sofa", "contradiction"),  # cover 0/3: another scene
@@ -93,10 +94,14 @@ def test_negative_min_cover_keeps_the_contradictions_that_edit_their_premise(tmp
     path.write_text("premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{label}\n" for p, h, label in rows))
     config = WarmStartConfig(steps=1, batch_size=2, files=[str(path)], share=None, negative_min_cover=0.5)
     examples, counts = warm_start_examples(config, OFF)
-    assert counts["unrelated"] == 2 and counts["available"] == {"positive": 1, "negative": 1}
+    assert counts["negative_cover"] == 2 and counts["available"] == {"positive": 1, "negative": 1}
     assert [e.answer for e in examples] == ["a cow eats grass", "the big cat runs home"]
     loose = warm_start_examples(dataclasses.replace(config, negative_min_cover=1 / 3), OFF)[1]
-    assert loose["unrelated"] == 1 and loose["available"]["negative"] == 2  # 1/3 is kept at 1/3
+    assert loose["negative_cover"] == 1 and loose["available"]["negative"] == 2  # 1/3 is kept at 1/3
+    # the same rule for positives: "a cow eats grass" says nothing of its premise
+    strict = dataclasses.replace(config, negative_min_cover=0.0, positive_min_cover=0.5, batch_size=2)
+    with pytest.raises(HardcseError, match="need 1 positive pairs but the files give 0"):
+        warm_start_examples(strict, OFF)
 
 
 def test_anchor_cover_counts_the_answers_content_words_found_in_the_anchor():
@@ -137,6 +142,7 @@ def test_no_pair_of_the_shipped_files_is_an_nli_dev_or_evaluation_text_or_a_grad
         ({"files": ["sts/SICK/train.tsv"]}, "files"),
         ({"share": "judge "}, "share"),
         ({"negative_min_cover": 1.5}, "negative_min_cover"),
+        ({"positive_min_cover": -0.1}, "positive_min_cover"),
     ],
 )
 def test_a_bad_warm_start_setting_names_its_key(overrides, key):
@@ -217,6 +223,7 @@ def test_the_kept_warm_starts_key_follows_what_decides_its_weights_and_nothing_e
     assert key(c=dataclasses.replace(config, drop_shortcuts=True)) != first
     one_step = dataclasses.replace(config, steps=1)  # what is left after the cover rule still fills a step
     assert key(c=dataclasses.replace(one_step, negative_min_cover=0.3)) != key(c=one_step)
+    assert key(c=dataclasses.replace(one_step, positive_min_cover=0.3)) != key(c=one_step)
     assert key(d=DecontaminationConfig(threshold=0.9)) != first
     renamed = tmp_path / "renamed.tsv"
     renamed.write_bytes(nli_file.read_bytes())

@@ -21,8 +21,9 @@ read, and (:func:`hardcse.cache.environment_digest`) hardcse's code, the librari
 The pairs are training splits only (no SICK: its sentences overlap SICK-R's test set). A pair is left out when a
 text of it is in an NLI dev or evaluation file (the discriminator's and the judge's dev data, SNLI test, MNLI dev),
 matches an STS evaluation text (``decontamination``), its answer has fewer than ``min_words`` or more than
-``max_words`` words, (``drop_shortcuts``) it teaches a shortcut, or (``negative_min_cover``) it is a contradiction
-that says too little of its premise to edit it. The pairs are drawn in a seeded order, positive and negative
+``max_words`` words, (``drop_shortcuts``) it teaches a shortcut, or (``KIND_min_cover``) too few of its answer's
+content words are its premise's: a contradiction about something else, an entailment that adds what the premise
+does not say. The pairs are drawn in a seeded order, positive and negative
 alternating, each read once.
 """
 
@@ -97,7 +98,8 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
     """The ``config.pairs`` examples the warm start reads, in order, and the counts of what was left out and why."""
     pairs = read_nli_files(config.files).share(config.share)
     apart = held_apart_texts()
-    counts = dict.fromkeys(("neutral", "length", "shortcut", "unrelated", "dev_or_eval_text", "duplicate"), 0)
+    reasons = ("neutral", "length", "shortcut", "positive_cover", "negative_cover", "dev_or_eval_text", "duplicate")
+    counts = dict.fromkeys(reasons, 0)
     counts = {"read": len(pairs)} | counts
     by_kind: dict[str, list[Example]] = {"positive": [], "negative": []}
     seen: set[tuple[str, str, str]] = set()
@@ -108,8 +110,8 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
             counts["length"] += 1
         elif config.drop_shortcuts and takes_shortcut(premise, KIND_OF_LABEL[label], hypothesis):
             counts["shortcut"] += 1
-        elif KIND_OF_LABEL[label] == "negative" and anchor_cover(premise, hypothesis) < config.negative_min_cover:
-            counts["unrelated"] += 1
+        elif anchor_cover(premise, hypothesis) < getattr(config, f"{KIND_OF_LABEL[label]}_min_cover"):
+            counts[f"{KIND_OF_LABEL[label]}_cover"] += 1
         elif normalise(premise) in apart or normalise(hypothesis) in apart:
             counts["dev_or_eval_text"] += 1
         elif (key := (normalise(premise), KIND_OF_LABEL[label], normalise(hypothesis))) in seen:
