@@ -80,6 +80,9 @@ def main() -> None:
     torch.manual_seed(0)
     model, tokenizer = load_generator(BUNDLED, generation, trainable=True)
     trainer = RLTrainer(model, tokenizer, generation, config.rl)
+    # the draws the recorded samples came from: the trainer's value head then reseeded the global generator
+    torch.manual_seed(config.rl.seed)
+    torch.nn.Linear(model.get_base_model().config.hidden_size, 1)
     anchors = split_anchors(replace(config.anchors, corpus=None)).train[: args.rows]
     kinds = ["positive" if i % 2 == 0 else "negative" for i in range(args.rows)]
     samples = sample(model, tokenizer, render_prompts(tokenizer, anchors, kinds, generation), generation, groups=kinds)

@@ -1,5 +1,5 @@
 """Does the warm-started generator's data train a better encoder than mined negatives, once its yield affords a
-real training set? Three sides write for the training corpus' anchors (in order, in chunks, until each has
+real training set? Each side writes for the training corpus' anchors (in order, in chunks, until each has
 ``--rows`` kept triplets or the anchors run out), then ``hardcse assay`` trains the bundled encoder on the first
 ``--rows`` of each, at every training seed, on one fixed schedule:
 
@@ -8,10 +8,10 @@ real training set? Three sides write for the training corpus' anchors (in order,
 - ``warm``: the warm-started generator (no demonstration), best of k;
 - ``art``: the same warm start tuned by ART's RL (cpu-full's PPO, one RL seed, the KL's reference the warm start),
   best of k;
-- ``warm_edit`` (with ``--edit-cover C``): a warm start without the shortcut-teaching pairs whose contradictions
-  each share at least C of their content words with their premise (warm_start.negative_min_cover: edits of the
-  premise, not another scene), and with ``--edit-positive-cover P`` whose entailments share at least P
-  (warm_start.positive_min_cover: restatements, nothing added), best of k.
+- ``warm_edit``: the warm side's warm start, but only with the contradictions that share at least ``--edit-cover``
+  (default 0.5) of their content words with their premise (warm_start.negative_min_cover: edits of the premise,
+  not another scene), and the entailments that share at least ``--edit-positive-cover`` (default 0: every one;
+  warm_start.positive_min_cover: restatements, nothing added), best of k.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -137,16 +137,14 @@ def main() -> None:
     discriminator_dir = nli_model("discriminator", work / "discriminator")
     judge_dir = nli_model("judge", work / "judge", whole_share=True)
     no_demonstration = dataclasses.replace(synthesis_settings(config, args.rl_seed), few_shot=[])
-    name, settings = ("warm_start_clean", {"drop_shortcuts": True}) if args.clean else ("warm_start", {})
+    base, settings = ("warm_start_clean", {"drop_shortcuts": True}) if args.clean else ("warm_start", {})
     # the folder named by what trains it beyond the cache's own key (steps, dtype), so a call with others trains anew
-    name = f"{name}_{args.steps}_{args.warm_dtype}"
+    name = f"{base}_{args.steps}_{args.warm_dtype}"
     warm_dir = warm_generator(config, no_demonstration, args.steps, work, name, **settings)
-    if "warm_edit" in args.sides:  # the clean warm start whose contradictions edit their premise
+    if "warm_edit" in args.sides:  # the same warm start, whose contradictions edit their premise
         positive = f"_pcover{args.edit_positive_cover:g}" if args.edit_positive_cover else ""
-        covers = f"cover{args.edit_cover:g}{positive}"
-        edit_name = f"warm_start_clean_{covers}_{args.steps}_{args.warm_dtype}"
-        edit_settings = {
-            "drop_shortcuts": True,
+        edit_name = f"{base}_cover{args.edit_cover:g}{positive}_{args.steps}_{args.warm_dtype}"
+        edit_settings = settings | {
             "negative_min_cover": args.edit_cover,
             "positive_min_cover": args.edit_positive_cover,
         }
@@ -299,13 +297,14 @@ def page(p: dict) -> list[str]:
         + (
             f". ART: cpu-full's PPO ({p['rl_steps']} steps) from it, RL seed {p['rl_seed']}, the KL's reference the "
             "warm start"
+            + (f", with the reward terms {penalties(p)} beside the dual reward" if p.get("reward_penalties") else "")
             if "art" in p["sides"]
             else ""
         )
-        + (f", with the reward terms {penalties(p)} beside the dual reward" if p.get("reward_penalties") else "")
         + (
-            f". warm_edit: the same warm start, drop_shortcuts True, its contradictions only those sharing at least "
+            f". warm_edit: the same warm start, its contradictions only those sharing at least "
             f"{e['config']['negative_min_cover']:g} of their content words with their premise "
+            # "unrelated": the count's name in the first record of a warm_edit side (warm_assay_edit)
             f"({e['pairs'].get('negative_cover', e['pairs'].get('unrelated'))} left out)"
             + (
                 f", its entailments only those sharing at least {pc:g} ({e['pairs']['positive_cover']} left out)"

@@ -11,7 +11,7 @@ from hardcse.batching import ordered_batches
 from hardcse.config import load_config
 from hardcse.data.multitask import triplet_task
 from hardcse.data.triplets import write_triplets
-from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.config import DataCubeConfig
 from hardcse.datacube.plan import load_tasks
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed
 from hardcse.diffaug.run import diffaug_run
@@ -72,7 +72,7 @@ def test_art_triplets_as_a_datacube_task(tmp_path):
     folder.mkdir()
     (folder / "instructions.yaml").write_text("a: {query: 'Q:', positive: 'P:', negative: 'N:'}\n")
     (folder / "a.jsonl").write_text('{"query": "q1", "pos": "p1", "neg": "n1"}\n')
-    config = load_config(CurriculumConfig, overrides=[f"data={folder}", f"triplet_tasks=[{run}]", "max_per_task=4"])
+    config = load_config(DataCubeConfig, overrides=[f"data={folder}", f"triplet_tasks=[{run}]", "max_per_task=4"])
     tasks = load_tasks(config)
     assert [t.name for t in tasks] == ["a", "triplets-art-run"] and len(tasks[1].instances) == 4
     with pytest.raises(HardcseError, match="holds no round_"):

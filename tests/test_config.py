@@ -14,7 +14,7 @@ from hardcse.art.config import (
 )
 from hardcse.assay import AssayConfig
 from hardcse.config import load_config, save_config
-from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.config import DataCubeConfig
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.discriminator.train import NLITrainConfig
 from hardcse.encoder.simcse import SimCSEConfig
@@ -25,7 +25,7 @@ def test_defaults_are_the_documented_values():
     config = load_config(SimCSEConfig)
     assert config.tau == 0.05 and config.training.max_seq_length == 32 and config.mode == "sup"
     assert load_config(NLITrainConfig).training.batch_size == 32  # each method sets its own training defaults
-    assert load_config(CurriculumConfig).training.max_seq_length == 64
+    assert load_config(DataCubeConfig).training.max_seq_length == 64
 
 
 def test_a_partial_block_keeps_the_methods_own_defaults(tmp_path):
@@ -33,7 +33,7 @@ def test_a_partial_block_keeps_the_methods_own_defaults(tmp_path):
     path.write_text("discriminator_training:\n  training:\n    eval_steps: 7\n")
     nli = load_config(ArtRunConfig, path).discriminator_training.training
     assert (nli.eval_steps, nli.batch_size, nli.learning_rate, nli.warmup_ratio) == (7, 32, 5e-5, 0.1)
-    curriculum = load_config(CurriculumConfig, overrides=["training.batch_size=16"]).training
+    curriculum = load_config(DataCubeConfig, overrides=["training.batch_size=16"]).training
     assert (curriculum.batch_size, curriculum.max_seq_length, curriculum.warmup_ratio) == (16, 64, 0.1)
 
 
@@ -76,8 +76,8 @@ def test_bad_overrides_say_what_is_wrong(override, message):
         (SimCSEConfig, "model=x", "encoder"),
         (NLITrainConfig, "max_length=64", "training.max_seq_length"),
         (NLITrainConfig, "model=x", "base_model"),
-        (CurriculumConfig, "initial_temperature=0.1", "anneal_t0"),
-        (CurriculumConfig, "temperature=0.1", "tau"),
+        (DataCubeConfig, "initial_temperature=0.1", "anneal_t0"),
+        (DataCubeConfig, "temperature=0.1", "tau"),
         (DiffAugConfig, "seed=1", "training.seed"),
         (DiffAugConfig, "stage2.max_steps=10", "training.max_steps"),
         (ArtRunConfig, "generator.temperature=0.7", "sampling_temperature"),
@@ -132,11 +132,11 @@ OUT_OF_RANGE = [
     (ArtRunConfig, "generator.stop=sentence", "generator.stop"),
     (ArtRunConfig, "generator.length_budget=0", "generator.length_budget"),
     (ArtRunConfig, "generator.length_extra=-1", "generator.length_extra"),
-    (CurriculumConfig, "task_order=greedy", "task_order"),
-    (CurriculumConfig, "schedule=round_robin", "schedule"),
-    (CurriculumConfig, "cooling=1.5", "cooling"),
-    (CurriculumConfig, "anneal_t0=0", "anneal_t0"),
-    (CurriculumConfig, "training.batch_size=1", "training.batch_size"),
+    (DataCubeConfig, "task_order=greedy", "task_order"),
+    (DataCubeConfig, "schedule=round_robin", "schedule"),
+    (DataCubeConfig, "cooling=1.5", "cooling"),
+    (DataCubeConfig, "anneal_t0=0", "anneal_t0"),
+    (DataCubeConfig, "training.batch_size=1", "training.batch_size"),
     (DiffAugConfig, "setting=unsup", "setting"),
     (DiffAugConfig, "stages=[3]", "stages"),
     (DiffAugConfig, "nli_fraction=0", "nli_fraction"),
@@ -182,7 +182,7 @@ def test_a_mistake_names_its_source_file_or_override(tmp_path):
 def test_every_config_class_is_range_checked():
     tested = {cls for cls, _, _ in OUT_OF_RANGE}
     assert tested >= {SimCSEConfig, NLITrainConfig, GeneratorConfig, RewardConfig, RLConfig, AnchorConfig}
-    assert tested >= {FilterConfig, TuneConfig, ArtRunConfig, CurriculumConfig, DiffAugConfig}
+    assert tested >= {FilterConfig, TuneConfig, ArtRunConfig, DataCubeConfig, DiffAugConfig}
 
 
 def test_a_file_error_names_the_file_and_key(tmp_path):
@@ -205,7 +205,7 @@ CONFIG_CLASSES = {
     "nli-judge.yaml": NLITrainConfig,
     "tune-cpu.yaml": TuneConfig,
     "few-shot.yaml": TuneConfig,
-    "compose-art-in-datacube.yaml": CurriculumConfig,
+    "compose-art-in-datacube.yaml": DataCubeConfig,
     "assay.yaml": AssayConfig,
 }
 
@@ -213,7 +213,7 @@ CONFIG_CLASSES = {
 def test_every_shipped_config_loads():
     configs = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
     assert len(configs) >= 30
-    prefixes = {"datacube": CurriculumConfig, "diffaug": DiffAugConfig}
+    prefixes = {"datacube": DataCubeConfig, "diffaug": DiffAugConfig}
     for path in configs:
         default = prefixes.get(path.name.split("-")[0], ArtRunConfig)
         load_config(CONFIG_CLASSES.get(path.name, default), path)

@@ -14,7 +14,7 @@ from hardcse.cli import main
 from hardcse.config import load_config
 from hardcse.data.decontamination import Decontamination, DecontaminationConfig
 from hardcse.data.multitask import builtin_collection, read_medi, read_task_folder
-from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.config import DataCubeConfig
 from hardcse.datacube.plan import build_plan, combine_batches, load_plan, save_plan, task_batches
 from hardcse.datacube.task_order import (
     anneal_task_order,
@@ -66,7 +66,7 @@ def test_greedy_tour_by_hand():
 
 
 def test_instances_easy_to_hard_and_algorithm_1_combination():
-    config = CurriculumConfig(training=TrainingSettings(batch_size=2))
+    config = DataCubeConfig(training=TrainingSettings(batch_size=2))
     phi = np.array([0.1, 0.9, -0.5, 0.4, 0.0])
     batches = task_batches(phi, config, random.Random(0))
     assert [rows for rows, _ in batches] == [[1, 3], [0, 4], [2]]
@@ -187,7 +187,7 @@ def _tiny_overrides(tiny_encoder_dir, task_folder) -> list[str]:
 @pytest.mark.slow  # a whole run on tiny models (10 s and more): make test, not test-fast
 def test_plan_then_train_on_a_tiny_encoder(task_folder, tiny_encoder_dir, tmp_path, capsys):
     overrides = _tiny_overrides(tiny_encoder_dir, task_folder)
-    config = load_config(CurriculumConfig, None, overrides)
+    config = load_config(DataCubeConfig, None, overrides)
     plan = build_plan(config)
     assert [len(b.rows) for b in plan.batches] == [3] * 6 + [2] * 3  # 8 instances a task: batches of 3, 3, 2
     assert [b.task for b in plan.batches] == plan.task_order * 3  # Algorithm 1: one batch per task per pass

@@ -156,7 +156,7 @@ def planted():
 
 
 def test_datacube_drops_matching_instances_per_task_and_refuses_an_emptied_task(tmp_path, planted):
-    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.config import DataCubeConfig
     from hardcse.datacube.plan import load_tasks
 
     folder = tmp_path / "tasks"
@@ -165,12 +165,12 @@ def test_datacube_drops_matching_instances_per_task_and_refuses_an_emptied_task(
     rows = [("our query one", "our positive", "our negative"), (planted[0], "x", "y"), ("q", "p", planted[1])]
     lines = [json.dumps({"query": q, "pos": p, "neg": n}) for q, p, n in rows]
     (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
-    config = load_config(CurriculumConfig, overrides=[f"data={folder}"])
+    config = load_config(DataCubeConfig, overrides=[f"data={folder}"])
     check = Decontamination(config.decontamination)
     [task] = load_tasks(config, check)
     assert [i.query for i in task.instances] == ["our query one"]
     assert check.counts["a"] == {"checked": 3, "exact": 1, "near": 1, "dropped": 2}
-    assert len(load_tasks(load_config(CurriculumConfig, overrides=[f"data={folder}"]))[0].instances) == 3  # no check
+    assert len(load_tasks(load_config(DataCubeConfig, overrides=[f"data={folder}"]))[0].instances) == 3  # no check
     (folder / "a.jsonl").write_text("\n".join(lines[1:]) + "\n")
     with pytest.raises(HardcseError, match="task a: every instance .* decontamination.enabled: false"):
         load_tasks(config, Decontamination(config.decontamination))

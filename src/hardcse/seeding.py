@@ -12,14 +12,15 @@ import torch
 
 
 def cuda_devices() -> list[int]:
-    """The CUDA devices whose generators a seeded block forks too (none without CUDA)."""
-    return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    """The CUDA devices whose generators a seeded block forks too: none before CUDA has started (reading a
+    device's generator would start it; ``torch.manual_seed`` seeds it lazily when it starts inside the block)."""
+    return list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
 
 
 @contextlib.contextmanager
 def seeded_torch(seed: int) -> Iterator[None]:
-    """torch's generators (the CPU's and each CUDA device's) seeded with ``seed`` inside the block; the caller's
-    states back after it."""
+    """torch's generators seeded with ``seed`` inside the block: the CPU's, and each CUDA device's; the caller's
+    states back after it (the CPU's, and those of the CUDA devices already started)."""
     with torch.random.fork_rng(devices=cuda_devices()):
         torch.manual_seed(seed)
         yield

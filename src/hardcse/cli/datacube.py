@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "plan",
         "task vectors, annealed task order, instance difficulties -> OUT/plan/",
         plan,
-        "CurriculumConfig keys: configs/datacube-*.yaml",
+        "DataCubeConfig keys: configs/datacube-*.yaml",
         "max_per_task=200 task_order=random",
     )
     add_run_command(
@@ -23,18 +23,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "train",
         "plan (unless the folder has one), train in the plan's order, STS suite",
         train,
-        "CurriculumConfig keys: configs/datacube-*.yaml",
+        "DataCubeConfig keys: configs/datacube-*.yaml",
         "max_per_task=200 task_order=random",
     )
 
 
 def plan(args: argparse.Namespace) -> None:
-    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.config import DataCubeConfig
     from hardcse.datacube.plan import load_plan
     from hardcse.datacube.run import datacube_run
 
     run = datacube_run(
-        run_config(CurriculumConfig, args), args.out, train=False, resume=args.resume, overwrite=args.overwrite
+        run_config(DataCubeConfig, args), args.out, train=False, resume=args.resume, overwrite=args.overwrite
     )
     made = load_plan(run.dir / "plan")
     masked = sum(len(b.mask) - sum(b.mask) for b in made.batches)
@@ -51,10 +51,10 @@ def plan(args: argparse.Namespace) -> None:
 
 
 def train(args: argparse.Namespace) -> None:
-    from hardcse.datacube.config import CurriculumConfig
+    from hardcse.datacube.config import DataCubeConfig
     from hardcse.datacube.run import datacube_run
 
-    config = run_config(CurriculumConfig, args)
+    config = run_config(DataCubeConfig, args)
     out = datacube_run(config, args.out, resume=args.resume, overwrite=args.overwrite).dir
     print_decontamination(out / "plan")
     record = json.loads((out / "model" / "training.json").read_text(encoding="utf-8"))

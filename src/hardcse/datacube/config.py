@@ -19,7 +19,7 @@ def _datacube_training() -> TrainingSettings:
 
 
 @dataclass
-class CurriculumConfig(Tracked):
+class DataCubeConfig(Tracked):
     """Data-CUBE: multi-task instruction-based contrastive training with a task and an instance curriculum.
     Paper values where given (INSTRUCTOR-large on MEDI: batch 64, lr 2e-5, warmup 0.1, tau 0.01, ~2M annealing
     iterations); the rest are documented defaults for a 2-core CPU. ``training.seed`` seeds the plan too."""

@@ -34,7 +34,7 @@ from hardcse.data.multitask import (  # noqa: E402
     read_task_folder,
     triplet_task,
 )
-from hardcse.datacube.config import CurriculumConfig  # noqa: E402
+from hardcse.datacube.config import DataCubeConfig  # noqa: E402
 from hardcse.datacube.task_order import anneal_task_order, random_task_order, tour_similarity  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
@@ -52,7 +52,7 @@ class Batch:
 
 @dataclass
 class Plan:
-    config: CurriculumConfig
+    config: DataCubeConfig
     tasks: list[Task]
     similarity: np.ndarray
     task_order: list[int]
@@ -70,7 +70,7 @@ class Plan:
         return rows
 
 
-def load_tasks(config: CurriculumConfig, check: Decontamination | None = None) -> list[Task]:
+def load_tasks(config: DataCubeConfig, check: Decontamination | None = None) -> list[Task]:
     """The configured collection and ``triplet_tasks``, with at most ``max_per_task`` instances per task (a seeded
     sample); with
     ``check``, without the instances that match an evaluation text (dropped before the sample)."""
@@ -114,7 +114,7 @@ def difficulties(model: SentenceTransformer, task: Task, engine: Engine) -> np.n
     return pair_cosines(model, queries, positives, engine) - pair_cosines(model, queries, negatives, engine)
 
 
-def task_batches(phi: np.ndarray, config: CurriculumConfig, rng: random.Random) -> list[tuple[list[int], list[float]]]:
+def task_batches(phi: np.ndarray, config: DataCubeConfig, rng: random.Random) -> list[tuple[list[int], list[float]]]:
     """A task's instances in curriculum order, cut into batches of ``batch_size`` (the last may be smaller)."""
     if config.instance_order == "easy_to_hard":
         order = sorted(range(len(phi)), key=lambda i: (-phi[i], i))
@@ -137,7 +137,7 @@ def combine_batches(per_task: list[list], task_order: list[int]) -> list[tuple[i
     return out
 
 
-def build_plan(config: CurriculumConfig, engine: Engine | None = None) -> Plan:
+def build_plan(config: DataCubeConfig, engine: Engine | None = None) -> Plan:
     """The plan of ``config`` (module doc), its scores encoded in ``engine`` (default: ``config.engine`` resolved)."""
     engine = engine or Engine.resolve(config.engine)
     check = Decontamination(config.decontamination)
@@ -220,7 +220,7 @@ def load_plan(path: str | Path) -> Plan:
     if not path.is_file():
         raise HardcseError(f"{path}: no plan (make one with `hardcse datacube plan`)")
     data = json.loads(path.read_text(encoding="utf-8"))
-    config = config_from_dict(CurriculumConfig, data["config"], f"{path}: config")
+    config = config_from_dict(DataCubeConfig, data["config"], f"{path}: config")
     tasks = [Task(t["name"], *t["instructions"], [Instance(*i) for i in t["instances"]]) for t in data["tasks"]]
     index = {t.name: i for i, t in enumerate(tasks)}
     batches = [Batch(index[b["task"]], b["rows"], b["difficulty"], b["mask"]) for b in data["batches"]]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hardcse.data.decontamination import Decontamination
 from hardcse.data.multitask import triplet_task
-from hardcse.datacube.config import CurriculumConfig
+from hardcse.datacube.config import DataCubeConfig
 from hardcse.datacube.plan import build_plan, load_plan, load_tasks, save_plan
 from hardcse.datacube.train import train_from_plan
 from hardcse.distributed import is_main
@@ -27,7 +27,7 @@ from hardcse.run_folder import RunFolder
 
 
 def datacube_run(
-    config: CurriculumConfig, out: str | Path, *, train: bool = True, resume: bool = False, overwrite: bool = False
+    config: DataCubeConfig, out: str | Path, *, train: bool = True, resume: bool = False, overwrite: bool = False
 ) -> RunFolder:
     """Plan (and with ``train``, train and evaluate) into the run folder ``out``; returns it."""
     resolve_model(config.encoder)  # a missing model fails here, before any work

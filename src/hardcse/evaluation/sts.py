@@ -131,7 +131,7 @@ def write_sts_eval(
 
 
 def sts_rows(records: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """Table rows (scores + avg7) from ``eval.json`` records, keyed by a label (see report.tables)."""
+    """Table rows (scores + avg7) from ``eval.json`` records, keyed by a label (see hardcse/tables.py)."""
     return {label: {**r["scores"], "avg7": r["avg7"]} for label, r in records.items()}
 
 

@@ -162,7 +162,8 @@ class PPO:
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
         self.config = config
         # V(s_t), starting at 0 everywhere; built before the loop's optimizer, which takes the adapter's parameters
-        # and then these. Its layer's random start (zeroed at once) is drawn in a block of its own.
+        # and then these. Its layer's random start (zeroed at once) is drawn in a seeded block: the caller's
+        # generator is left as it was.
         with seeded_torch(config.seed):
             self.value_head = nn.Linear(hidden_size, 1)
         nn.init.zeros_(self.value_head.weight)

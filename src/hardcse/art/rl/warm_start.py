@@ -130,7 +130,8 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
     if short:
         raise HardcseError(
             f"warm_start: {config.steps} steps of {config.batch_size} pairs need {half} {short[0]} pairs but the "
-            f"files give {len(by_kind[short[0]])}; lower warm_start.steps or add warm_start.files"
+            f"files give {len(by_kind[short[0]])}; lower warm_start.steps or warm_start.{short[0]}_min_cover, or add "
+            "warm_start.files"
         )
     examples = [e for pair in zip(by_kind["positive"][:half], by_kind["negative"][:half], strict=True) for e in pair]
     counts |= {"available": {k: len(v) for k, v in by_kind.items()}, "used": len(examples)}
