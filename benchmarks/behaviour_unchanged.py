@@ -7,9 +7,10 @@ compared file by file.
 Each pair's folders come from ``hardcse art run --config NAME --out DIR`` on one machine, each with an empty
 ``HARDCSE_CACHE`` and ``PYTHONPATH`` set to a worktree of the commit. A file is byte-identical, or equal once what
 names the folder (its path, the cache's path) and what measures time (keys with "seconds", ``*_s``,
-``tokens_per_second``) are set aside, or different. Expected among the last: a run's manifest, log and report (they
-time the stages), the model cards (they time the training) and the adapter's adapter_config.json (peft writes its
-target modules from a set, in an order that varies from process to process).
+``tokens_per_second``, ``per_minute``) are set aside, or different. Expected among the last: a run's manifest, log
+and report (they time the stages), the model cards (they time the training), the adapter's adapter_config.json (peft
+writes its target modules from a set, in an order that varies from process to process), and config.yaml where the
+configs gained keys (their defaults change nothing).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ARTEFACTS = re.compile(r"synthetic\.jsonl|triplets\.csv|\.safetensors|rl_state\.
 
 def _untimed(value: object) -> object:
     if isinstance(value, dict):
-        timed = ("seconds", "tokens_per_second")
+        timed = ("seconds", "tokens_per_second", "per_minute")  # kept_per_minute: kept triplets over a timing
         return {k: _untimed(v) for k, v in value.items() if not (any(t in k for t in timed) or k.endswith("_s"))}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
