@@ -23,8 +23,7 @@ text of it is in an NLI dev or evaluation file (the discriminator's and the judg
 matches an STS evaluation text (``decontamination``), its answer has fewer than ``min_words`` or more than
 ``max_words`` words, (``drop_shortcuts``) it teaches a shortcut, or (``KIND_min_cover``) too few of its answer's
 content words are its premise's: a contradiction about something else, an entailment that adds what the premise
-does not say. The pairs are drawn in a seeded order, positive and negative
-alternating, each read once.
+does not say. The pairs are drawn in a seeded order, positive and negative alternating, each read once.
 """
 
 from __future__ import annotations
@@ -99,8 +98,7 @@ def warm_start_examples(config: WarmStartConfig, decontamination: Decontaminatio
     pairs = read_nli_files(config.files).share(config.share)
     apart = held_apart_texts()
     reasons = ("neutral", "length", "shortcut", "positive_cover", "negative_cover", "dev_or_eval_text", "duplicate")
-    counts = dict.fromkeys(reasons, 0)
-    counts = {"read": len(pairs)} | counts
+    counts = {"read": len(pairs)} | dict.fromkeys(reasons, 0)
     by_kind: dict[str, list[Example]] = {"positive": [], "negative": []}
     seen: set[tuple[str, str, str]] = set()
     for premise, hypothesis, label in zip(pairs.premises, pairs.hypotheses, pairs.labels, strict=True):
