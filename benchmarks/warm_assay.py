@@ -58,6 +58,7 @@ from warm_start import (
     graders,
     nli_model,
     num,
+    record_of,
     synthesis_settings,
     warm_generator,
 )
@@ -78,13 +79,6 @@ def chunk_key(*parts) -> str:
     """A short hash of what decides a folder's content (dataclasses by their fields, lists by their items)."""
     text = json.dumps([dataclasses.asdict(p) if dataclasses.is_dataclass(p) else p for p in parts], default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
-def record_of(warm_dir: Path) -> dict:
-    """What a warm start's record says of its training."""
-    from hardcse.art.rl.warm_start import read_record
-
-    return {k: read_record(warm_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")}
 
 
 def main() -> None:

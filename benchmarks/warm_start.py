@@ -90,6 +90,17 @@ def warm_generator(config, generation, steps: int, out: Path, name: str = "warm_
     return warm_dir
 
 
+RECORD_KEYS = ("config", "pairs", "loss_first", "loss_last", "seconds")
+
+
+def record_of(warm_dir: Path, keys: tuple[str, ...] = RECORD_KEYS) -> dict:
+    """What a warm start's record (warm_start.json) says of its training: ``keys`` of it."""
+    from hardcse.art.rl.warm_start import read_record
+
+    record = read_record(warm_dir)
+    return {k: record[k] for k in keys}
+
+
 def graders(config, discriminator_dir: Path, judge_dir: Path, engine):
     """The reward's discriminator, the judge, the starting encoder and the reward they make, as ``config`` places
     them."""
@@ -154,7 +165,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from hardcse.art.config import ArtRunConfig
-    from hardcse.art.rl.warm_start import read_record
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.art.synthesis.heldout import SYNTHETIC_ACCURACY, compare, per_anchor
     from hardcse.art.synthesis.triplets import synthesize
@@ -189,7 +199,6 @@ def main() -> None:
 
     config = dataclasses.replace(config, warm_start=dataclasses.replace(config.warm_start, dtype=args.warm_dtype))
     warm_dir = warm_generator(config, no_demonstration, args.steps, out)
-    warm_record = read_record(warm_dir)
     short_dir = (
         warm_generator(config, no_demonstration, args.short_steps, out, short)
         if args.short_steps and asked(short)
@@ -280,13 +289,11 @@ def main() -> None:
         "seed": args.seed,
         "candidates": args.candidates,
         "judge_training": args.judge,
-        "warm_start": {k: warm_record[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
+        "warm_start": record_of(warm_dir),
         "short_warm_start": None
         if short_dir is None
-        else {k: read_record(short_dir)[k] for k in ("config", "loss_first", "loss_last", "seconds")},
-        "clean_warm_start": None
-        if clean_dir is None
-        else {k: read_record(clean_dir)[k] for k in ("config", "pairs", "loss_first", "loss_last", "seconds")},
+        else record_of(short_dir, ("config", "loss_first", "loss_last", "seconds")),
+        "clean_warm_start": None if clean_dir is None else record_of(clean_dir),
         "nli_minutes": round(nli_minutes, 1),
         "nli": {
             "discriminator": nli_accuracy(discriminator, out / "discriminator_eval.json"),
