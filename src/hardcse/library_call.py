@@ -10,7 +10,6 @@ hardcse's own switch is the calling context's.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,13 +22,12 @@ def library_call(progress: bool = True) -> Iterator[None]:
     ``progress``, no progress bar during it."""
     import datasets
     import huggingface_hub.utils as hub_utils
-    import numpy as np
     import torch
     from transformers.utils import logging as transformers_logging
 
+    from hardcse.seeding import callers_random_state  # imports torch: not at `import hardcse`
+
     threads = torch.get_num_threads()
-    states = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # seeded by manual_seed too
     switches = [  # (on now, turn on, turn off) of each library's bars
         (transformers_logging.is_progress_bar_enabled(), transformers_logging.enable_progress_bar,
          transformers_logging.disable_progress_bar),
@@ -41,14 +39,10 @@ def library_call(progress: bool = True) -> Iterator[None]:
         for _, _, off in switches:
             off()
     try:
-        yield
+        with callers_random_state():  # torch's (CPU and started CUDA devices), numpy's and Python's
+            yield
     finally:
         SHOWN.reset(token)
         for on, turn_on, turn_off in switches:
             (turn_on if on else turn_off)()
         torch.set_num_threads(threads)
-        torch.random.set_rng_state(states[0])
-        np.random.set_state(states[1])
-        random.setstate(states[2])
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
