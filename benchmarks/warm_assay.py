@@ -11,7 +11,9 @@ real training set? Each side writes for the training corpus' anchors (in order, 
 - ``warm_edit``: the warm side's warm start, but only with the contradictions that share at least ``--edit-cover``
   (default 0.5) of their content words with their premise (warm_start.negative_min_cover: edits of the premise,
   not another scene), and the entailments that share at least ``--edit-positive-cover`` (default 0: every one;
-  warm_start.positive_min_cover: restatements, nothing added), best of k.
+  warm_start.positive_min_cover: restatements, nothing added), best of k;
+- ``warm_long``: the warm side's warm start trained for ``--long-steps`` steps (default 580: each of the share's
+  contradictions read about once, where ``--steps`` reads a quarter of them), best of k.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -21,8 +23,8 @@ best of k keeps another candidate instead); the mined side keeps the shipped bas
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
         [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
-        [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--edit-positive-cover P] [--sides SIDE ...]
-        [--name warm_assay]
+        [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--edit-positive-cover P] [--long-steps 580]
+        [--sides SIDE ...] [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
 missing). ``--clean``: the warm start without the pairs that teach a shortcut (warm_start.py's warm_clean sides).
@@ -31,9 +33,9 @@ chunks lie in a folder named by a hash of what decides them (generator folder, p
 anchors), so a call with other settings never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
 anchors, false negatives, the shortcut rates of the assayed rows and how much of its anchor a kept negative keeps
-(anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm);
-the assay's paired differences (bootstrap over test pairs and training seeds) of each generated side against
-mined, art - warm and warm_edit - warm.
+(anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm;
+warm_long - warm); the assay's paired differences (bootstrap over test pairs and training seeds) of each generated
+side against mined, art - warm, warm_edit - warm and warm_long - warm.
 
 Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
 """
@@ -63,8 +65,16 @@ from warm_start import (
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art", "warm_edit")
-PAIRS = (("mined", "art"), ("mined", "warm"), ("warm", "art"), ("mined", "warm_edit"), ("warm", "warm_edit"))  # B - A
+SIDES = ("mined", "warm", "art", "warm_edit", "warm_long")
+PAIRS = (  # B - A
+    ("mined", "art"),
+    ("mined", "warm"),
+    ("warm", "art"),
+    ("mined", "warm_edit"),
+    ("warm", "warm_edit"),
+    ("mined", "warm_long"),
+    ("warm", "warm_long"),
+)
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
     {"fn": "hardcse.art.reward.shortcuts:cue_word_negative", "weight": -0.3},
@@ -102,6 +112,7 @@ def main() -> None:
     parser.add_argument(
         "--edit-positive-cover", type=float, default=0.0, help="warm_edit's warm_start.positive_min_cover"
     )
+    parser.add_argument("--long-steps", type=int, default=580, help="warm_long's warm start's steps")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES[:3]), help="the sides to make")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
@@ -143,6 +154,9 @@ def main() -> None:
             "positive_min_cover": args.edit_positive_cover,
         }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
+    if "warm_long" in args.sides:  # the same warm start, read further
+        long_name = f"{base}_{args.long_steps}_{args.warm_dtype}"
+        long_dir = warm_generator(config, no_demonstration, args.long_steps, work, long_name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
 
     rl_steps = args.rl_steps or config.rl.steps
@@ -184,6 +198,7 @@ def main() -> None:
         "warm": (str(warm_dir), no_demonstration, best_of, False),
         "art": (str(art_dir), no_demonstration, best_of, False),
         "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, False),
+        "warm_long": (str(long_dir) if "warm_long" in args.sides else None, no_demonstration, best_of, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
@@ -271,6 +286,7 @@ def main() -> None:
         **({"rl_effect": judged["art - warm"]} if "art - warm" in judged else {}),
         "judged_pairs": judged,
         **({"edit_warm_start": record_of(edit_dir)} if "warm_edit" in sides else {}),
+        **({"long_warm_start": record_of(long_dir)} if "warm_long" in sides else {}),
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
@@ -307,6 +323,12 @@ def page(p: dict) -> list[str]:
             )
             + f", loss {e['loss_first']:.3f} -> {e['loss_last']:.3f}"
             if (e := p.get("edit_warm_start"))
+            else ""
+        )
+        + (
+            f". warm_long: the same warm start for {g['config']['steps']} steps ({g['pairs']['used']} pairs), "
+            f"loss {g['loss_first']:.3f} -> {g['loss_last']:.3f}"
+            if (g := p.get("long_warm_start"))
             else ""
         )
         + f". Generated sides: best of {p['candidates']}"
