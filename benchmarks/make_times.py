@@ -1,9 +1,9 @@
 """How long README's two commands take on this machine, from a fresh clone: `make test` (installs, then lint, every
 test, the exact-number tests again on the AVX2 kernels and the wheel check; an empty model cache of its own), then
 `make demo` twice (the second finds what the first kept), each timed, with the test counts pytest reports. The demos
-use a model cache of their own, empty but for what `make install` prepares on a user's machine (`hardcse prepare`,
-timed apart before them): the discriminator counts, the bundled generator's conversion and export do not (a tuned
-generator fuses its adapter into that export).
+use a model cache of their own, empty but for what the first `make demo` prepares on a user's machine (`hardcse
+prepare`, timed apart before them): the discriminator counts, the bundled generator's conversion and export do not (a
+tuned generator fuses its adapter into that export).
 
     python benchmarks/make_times.py [--repo .] [--skip-demo]
 
@@ -50,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         clone = Path(work) / "hardcse"
         subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
-        # its own empty model cache, as on a fresh machine: the install's `hardcse prepare` counts
+        # its own empty model cache, as on a fresh machine
         test_env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "test-cache")}
         test_minutes, output = timed(["make", "test"], clone, test_env)
         # make test runs pytest twice: every test, then the exact-number tests on the AVX2 kernels (test-avx2)
@@ -72,7 +72,7 @@ def main() -> None:
         if not args.skip_demo:
             env = os.environ | {"HARDCSE_CACHE": str(Path(work) / "cache")}  # a first run's cache
             prepare = [str(clone / ".venv" / "bin" / "hardcse"), "prepare"]
-            result["prepare_minutes"] = round(timed(prepare, clone, env)[0], 1)  # what make install does
+            result["prepare_minutes"] = round(timed(prepare, clone, env)[0], 1)  # what the first make demo does
             result["make_demo_minutes"] = round(timed(["make", "demo"], clone, env)[0], 1)
             # a second demo on the same cache: the discriminator and the raw generator's held-out texts are kept
             result["second_make_demo_minutes"] = round(timed(["make", "demo"], clone, env)[0], 1)
@@ -87,7 +87,7 @@ def main() -> None:
         lines.append(
             f"| `hardcse prepare` | {result['prepare_minutes']} | the bundled generator converted and exported, "
             "the bundled encoder evaluated, and the quickstart's discriminator and judge trained, into an empty model "
-            "cache (`make install` does the first two, the first `make demo` the training) |"
+            "cache (the first `make demo` does it) |"
         )
         lines.append(
             f"| `make demo` | {result['make_demo_minutes']} | the install done, a cache with what it prepared and "
