@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from hardcse.datacube.task_order import anneal_task_order, greedy_task_order, random_task_order, tour_similarity
-from record import write_record
+from lib.record import write_record
 
 
 def synthetic_similarity(m: int, seed: int) -> np.ndarray:

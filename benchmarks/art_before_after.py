@@ -99,7 +99,7 @@ HELDOUT = ("raw", "tuned", "effect")  # the held-out rewards compared: each gene
 
 def discriminator_line(run_dir: Path) -> str:
     """What the runs' discriminator is: the pairs it trained on and its weights' digest (the record's NLI_RECORD)."""
-    from provenance import NLI_RECORD
+    from lib.provenance import NLI_RECORD
 
     models = json.loads((RECORDS / run_dir.name / NLI_RECORD).read_text(encoding="utf-8"))
     training = json.loads((Path(models["discriminator"]["source"]) / "training.json").read_text(encoding="utf-8"))
@@ -163,8 +163,8 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from art_rounds import config_seed_overrides, keep_run
-    from provenance import machine_line
-    from record import write_record
+    from lib.provenance import machine_line
+    from lib.record import write_record
 
     overrides = [f"discriminator={Path(args.discriminator).resolve()}", "judge=null"]
     overrides += config_seed_overrides(str(ROOT / "configs" / "cpu-full.yaml"), args.seed, overrides)

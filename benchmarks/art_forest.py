@@ -15,14 +15,14 @@ from pathlib import Path
 
 from scipy import stats
 
-from art_answers import ABLATION_SEEDS, DECLARED_ABLATION_POWER, DECLARED_SEEDS
-from art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_groups, common_runs, evidence_comparison
 from art_rounds import ASSAY, RESULTS, record_dir
 from hardcse.data.sts import DEV_TASK
 from hardcse.evaluation.compare import Comparison
 from hardcse.stats import Interval, clustered_half_width, detectable_difference
-from record import write_record
-from record_files import unpacked
+from lib.art_answers import ABLATION_SEEDS, DECLARED_ABLATION_POWER, DECLARED_SEEDS
+from lib.art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_groups, common_runs, evidence_comparison
+from lib.record import write_record
+from lib.record_files import unpacked
 
 GRPO = "cpu-full-grpo"
 # (A, B, what B - A asks): the main page's three declared answers, what is reported beside them, then the paper's

@@ -22,7 +22,7 @@ from pathlib import Path
 from hardcse.art.analysis.judge import judge_table_markdown
 from hardcse.cli import main as hardcse
 from hardcse.data.jsonl import read_jsonl
-from record import write_record
+from lib.record import write_record
 
 PARTS = ["generation_s", "scoring_s", "reference_s", "optimisation_s"]
 

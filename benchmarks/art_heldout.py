@@ -21,7 +21,7 @@ from hardcse.art.synthesis.heldout import compare_markdown, held_out_comparison
 from hardcse.config import load_config
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
-from record import write_record
+from lib.record import write_record
 
 
 def main() -> None:

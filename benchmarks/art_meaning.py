@@ -31,7 +31,7 @@ from hardcse.config import load_config
 from hardcse.data.jsonl import read_jsonl
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
-from record import signed_interval, write_record
+from lib.record import signed_interval, write_record
 
 MEANING = ("p_target_parsed", "judged_correct", "r2_parsed", "reward_parsed", "parse_failure", "reward")
 DIAGNOSTICS = (

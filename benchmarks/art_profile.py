@@ -332,7 +332,7 @@ def main() -> None:
     from hardcse.devices import resolve_device, resolve_dtype
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.resources import resolve_model
-    from record import write_record
+    from lib.record import write_record
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")

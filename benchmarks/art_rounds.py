@@ -16,15 +16,15 @@ linked models are used as they are, so a change of the shared code does not retr
 weights' digests). Then, for each NAME and seed, runs (or resumes) `hardcse art run --config configs/NAME.yaml --out
 runs/NAME` (runs/NAME-seed-S for seeds other than 42, every `seed` key of the config set to S) and assays the
 triplets the run trained on (`hardcse assay`: ASSAY_STEPS steps from the bundled encoder at each training seed, no
-dev gating; record_assay.py), one run at a time.
+dev gating; lib/record_assay.py), one run at a time.
 
 Each finished run leaves a compact record in the repository, benchmarks/results/art_evidence/records/NAME-seed-S/
 (``RECORD_FILES``: config, manifest, log, every round's eval.json with per-pair cosines, held-out comparison,
-synthesis, measures, training, kept triplets and RL log, the large ones gzipped by record_files.py; no weights, no
+synthesis, measures, training, kept triplets and RL log, the large ones gzipped by lib/record_files.py; no weights, no
 full generations, no plots: a page rebuild draws them again), and each assay its
 evaluations in benchmarks/results/art_evidence/assay/, so evidence outlives a session: a plain run skips what is
 recorded (and refuses a record whose config differs from what its config builds today), and ``--skip-runs``
-rebuilds benchmarks/results/art_evidence.md and its plots (art_evidence_tables.py) from the records alone: the
+rebuilds benchmarks/results/art_evidence.md and its plots (lib/art_evidence_tables.py) from the records alone: the
 answers to issue 42's questions, the assay (hierarchical bootstrap over generation runs and training seeds), the
 held-out tuned - raw generator per round and the adaptive runs' own final encoders (art_evidence/evidence.png),
 one `art compare` table per seed, wall times, and every run's report. Issue 28's withdrawn records, which these
@@ -37,8 +37,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from art_answers import ABLATION_SEEDS, answer_lines
-from art_evidence_tables import (
+from hardcse.art.analysis.report import write_report
+from hardcse.cli import main as hardcse
+from hardcse.config import load_config
+from hardcse.data.triplets import write_triplets
+from hardcse.run_folder import seeds as seed_keys
+from lib.art_answers import ABLATION_SEEDS, answer_lines
+from lib.art_evidence_tables import (
     BASELINE,
     assay_groups,
     assay_lines,
@@ -49,12 +54,7 @@ from art_evidence_tables import (
     seed_of,
     setting_groups,
 )
-from hardcse.art.analysis.report import write_report
-from hardcse.cli import main as hardcse
-from hardcse.config import load_config
-from hardcse.data.triplets import write_triplets
-from hardcse.run_folder import seeds as seed_keys
-from provenance import (
+from lib.provenance import (
     NLI_RECORD,
     code_line_by_seed,
     nli_line,
@@ -63,9 +63,9 @@ from provenance import (
     refuse_mixed_nli,
     refuse_uncommitted_code,
 )
-from record import RESULTS, write_record
-from record_assay import assay_record, refuse_mixed_assays, training_triplets
-from record_files import compress, unpacked
+from lib.record import RESULTS, write_record
+from lib.record_assay import assay_record, refuse_mixed_assays, training_triplets
+from lib.record_files import compress, unpacked
 
 RUNS = {
     name: f"configs/{name}.yaml"
@@ -287,7 +287,7 @@ def main() -> None:
     write_page(folders, names, args.only, args.seeds, args.train_seeds, args.page)
 
 
-ASSAY = EVIDENCE / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json (record_assay.py)
+ASSAY = EVIDENCE / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json (lib/record_assay.py)
 ASSAY_STEPS = 9  # one pass over a run's 270 training triplets at batch 32 (configs/assay.yaml)
 
 

@@ -65,8 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from art_rounds import config_seed_overrides
-    from provenance import machine_line
-    from record import write_record
+    from lib.provenance import machine_line
+    from lib.record import write_record
 
     overrides = [*args.overrides, *config_seed_overrides(args.config, args.seed, args.overrides)]
     command = ["hardcse", "art", "run", "--config", args.config, "--out", str(args.out), *overrides]

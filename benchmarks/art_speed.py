@@ -181,7 +181,7 @@ def main() -> None:
             (tmp / name / "nli").symlink_to(tmp / "nli")
         after = side(REPO, tmp / "after", args, "ppo", args.rl_batch, args.rl_minibatch)
         after["grpo"] = side(REPO, tmp / "after-grpo", args, "grpo", args.rl_batch, args.rl_minibatch)
-    from record import write_record  # not at the top: the before side imports this file with its own hardcse
+    from lib.record import write_record  # not at the top: the before side imports this file with its own hardcse
 
     result = after | {"before": before, "before_commit": args.before, "platform": platform.platform()}
     text = write_record(

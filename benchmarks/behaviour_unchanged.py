@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from record import write_record
+from lib.record import write_record
 
 ARTEFACTS = re.compile(r"synthetic\.jsonl|triplets\.csv|\.safetensors|rl_state\.pt|eval\.json|heldout\.json")
 

@@ -9,7 +9,7 @@ Runs, in this order (a finished run is not repeated, a cut-off one is resumed; e
     hardcse datacube train --config compose-art-in-datacube --out OUT/compose-c triplet_tasks=[OUT/art-quickstart]
     hardcse diffaug train --config diffaug-semi --out OUT/diffaug-semi                # DiffAug alone
     hardcse art run --config compose-diffaug-then-art --out OUT/compose-b encoder=OUT/diffaug-semi      # (b)
-Records go to benchmarks/results/compositions/NAME (config.yaml, eval.json.gz, training.json; see seeded.py).
+Records go to benchmarks/results/compositions/NAME (config.yaml, eval.json.gz, training.json; see lib/seeded.py).
 Writes benchmarks/results/compositions.{json,md,png}: the seven STS tasks, avg7 and STS-B dev of each run and the
 paired bootstrap 95% interval (test pairs resampled within each task; `hardcse compare`'s) of each composition
 against its counterparts. One seed per run (92 min for all six on 2 cores, 2026-11-24): the interval covers the
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from hardcse.cli import main as hardcse
 from hardcse.evaluation.results import last_round_eval_path
-from provenance import recorded_runs
-from seeded import RESULTS, keep_record
+from lib.provenance import recorded_runs
+from lib.seeded import RESULTS, keep_record
 
 BENCH = "compositions"
 # name: (command, config, overrides with OUT for {out}); in the order they must run (b and c read earlier runs)

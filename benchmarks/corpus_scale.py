@@ -74,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
-    from record import write_record
+    from lib.record import write_record
 
     config = load_config(ArtRunConfig, "configs/cpu-full.yaml")
     per_round = config.synthesis_anchors + config.rl.steps * config.rl.anchors_per_step

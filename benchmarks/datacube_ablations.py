@@ -5,7 +5,7 @@
 For each setting NAME in full, no-task-curriculum, no-instance-curriculum, vanilla and each seed S:
     hardcse datacube train --config configs/datacube-NAME.yaml --out OUT/NAME/seed-S training.seed=S
 (the seed draws the instances, the annealing and the training order). Records go to
-benchmarks/results/datacube/NAME/seed-S (see benchmarks/seeded.py; a recorded run is not repeated). Writes
+benchmarks/results/datacube/NAME/seed-S (see benchmarks/lib/seeded.py; a recorded run is not repeated). Writes
 benchmarks/results/datacube_ablations.{json,md,png}: mean ± sd over seeds of the seven STS tasks, avg7 and STS-B
 dev; the paired bootstrap 95% interval of each difference (test pairs resampled within each task, seeds paired;
 `hardcse compare`); steps, best step, masked rows and the share of training instances with a margin below
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from provenance import recorded_runs
-from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
+from lib.provenance import recorded_runs
+from lib.seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "datacube"
 SETTINGS = ["full", "no-task-curriculum", "no-instance-curriculum", "vanilla"]

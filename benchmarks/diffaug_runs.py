@@ -11,7 +11,7 @@ with it, 162 of the NLI sample's 17,555 texts and none of the Wikipedia sentence
 A setting whose stage-1 values equal diffaug-semi's starts from a copy of OUT/semi/seed-S/stage1
 (`stage1_from=...`): the same prefixes for semi, semi-aux, sup and the fixed-prefix and prefix-only ablations.
 Every method of a row pair sees the same labels: stage 1 and the aux loss use the sampled triplets' own pairs.
-Records go to benchmarks/results/diffaug/NAME/seed-S (see benchmarks/seeded.py; a recorded run is not repeated).
+Records go to benchmarks/results/diffaug/NAME/seed-S (see benchmarks/lib/seeded.py; a recorded run is not repeated).
 Writes benchmarks/results/diffaug.{json,md,png}: mean ± sd over seeds of the seven STS tasks, avg7 and STS-B dev,
 and the paired bootstrap 95% interval of each comparison below (`hardcse compare`'s), plus steps, seconds per
 step and the DiffAug / SimCSE training-time ratios (wall-clock: run it alone on the machine), and copies seed 1's
@@ -29,8 +29,8 @@ from hardcse.cli import main as hardcse
 from hardcse.config import load_config
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.diffaug.train import STAGE1_FIELDS
-from provenance import recorded_runs
-from seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
+from lib.provenance import recorded_runs
+from lib.seeded import DEFAULT_SEEDS, RESULTS, record_dir, recorded_seeds, run_seeded
 
 BENCH = "diffaug"
 TIERS = [

@@ -52,7 +52,7 @@ def main() -> None:
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
     from hardcse.data.nli import read_nli_files
-    from record import write_record
+    from lib.record import write_record
 
     dev = read_nli_files(load_config(ArtRunConfig, "configs/quickstart.yaml", []).discriminator_training.dev_files)
     majority = 100 * Counter(dev.labels).most_common(1)[0][1] / len(dev.labels)

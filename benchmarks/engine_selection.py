@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from record import RESULTS, write_record
+from lib.record import RESULTS, write_record
 
 # the raw-LLM baseline's round-1 triplets of issue 28's seed-42 run (round 1's synthesis was not withdrawn), kept
 # here when that run's record went

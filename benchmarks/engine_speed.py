@@ -46,7 +46,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from record import RESULTS, signed_interval  # noqa: E402
+from lib.record import RESULTS, signed_interval  # noqa: E402
 
 PLAIN_EVAL = """
 import sys, time
@@ -367,8 +367,8 @@ def main() -> None:
         ("openvino", "float32", "float", 256),
         ("openvino", "auto", "int8", 256),
     ]
-    from provenance import machine_line
-    from record import stamp, write_record
+    from lib.provenance import machine_line
+    from lib.record import stamp, write_record
 
     record_file = RESULTS / "engine_speed.json"
     # the parts this run does not measure are kept from the record, each with the command, date and machine of its run

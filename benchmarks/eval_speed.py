@@ -17,7 +17,7 @@ from hardcse.data.sts import ALL_TASKS, load_sts_task
 from hardcse.encoder.build import load_encoder
 from hardcse.evaluation.sts import evaluate_sts
 from hardcse.tables import sts_table_markdown
-from record import write_record
+from lib.record import write_record
 
 
 def baseline(model_source: str) -> tuple[dict[str, float], float, float]:

@@ -37,7 +37,7 @@ from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.engines import Engine
 from hardcse.stats import bootstrap_mean, paired_bootstrap
-from record import write_record
+from lib.record import write_record
 
 DEMO_A = {  # cpu-full's demonstration before this benchmark
     "anchor": "The committee approved the new budget after a long debate.",

@@ -46,7 +46,7 @@ def main() -> None:
     from hardcse.encoder.build import load_encoder
     from hardcse.resources import resolve_model
     from hardcse.training import StepTimer
-    from record import this_command, write_record
+    from lib.record import this_command, write_record
 
     steps = args.steps + 1
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]

@@ -32,7 +32,12 @@ from pathlib import Path
 
 from art_rounds import AS_RUN as ART_ROUNDS_AS_RUN
 from art_rounds import config_changes, config_seed_overrides, keep_run, nli_models, run
-from hard_correct_tables import (
+from hardcse.art.config import ArtRunConfig
+from hardcse.config import load_config
+from hardcse.data.triplets import write_triplets
+from hardcse.evaluation.compare import compare_groups, write_comparison
+from hardcse.evaluation.results import Result
+from lib.hard_correct_tables import (
     GUARD_DROPPED,
     GUARDS,
     answers,
@@ -43,15 +48,10 @@ from hard_correct_tables import (
     judged_rows,
     variant_of,
 )
-from hardcse.art.config import ArtRunConfig
-from hardcse.config import load_config
-from hardcse.data.triplets import write_triplets
-from hardcse.evaluation.compare import compare_groups, write_comparison
-from hardcse.evaluation.results import Result
-from provenance import machine_line, nli_line, recorded_runs
-from record import RESULTS, write_record
-from record_assay import assay_record, assayed, read_stored_triplets
-from record_files import exists, plain_file
+from lib.provenance import machine_line, nli_line, recorded_runs
+from lib.record import RESULTS, write_record
+from lib.record_assay import assay_record, assayed, read_stored_triplets
+from lib.record_files import exists, plain_file
 
 RECORDS = RESULTS / "hard_correct" / "records"
 ASSAY = RESULTS / "hard_correct" / "assay"  # NAME-seed-S.tT.eval.json.gz per training seed, NAME-seed-S.json

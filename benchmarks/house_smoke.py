@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from record import RESULTS, stamp, write_json
+from lib.record import RESULTS, stamp, write_json
 
 RECORD = RESULTS / "house_smoke.json"
 TASKS = "eval_tasks=[STS12, STS13, STS14, STS15, STS16, STS-B, SICK-R, STS-B-dev]"

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from hardcse.cli import main as hardcse
-from provenance import recorded_machines
-from record import write_record
+from lib.provenance import recorded_machines
+from lib.record import write_record
 
 RUNS = {
     "art": ["art", "run", "--config", "smoke", "keep_discriminator=false"],  # both runs train the discriminator

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import RESULTS, write_record
+from lib.record import RESULTS, write_record
 from warm_start import nli_model
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from record import RESULTS, stamp, write_json, write_record
+from lib.record import RESULTS, stamp, write_json, write_record
 
 ROOT = RESULTS.parents[1]
 TEST = "tests/test_multiprocess.py::test_two_process_nli_training"

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from record import write_record
+from lib.record import write_record
 
 SUMMARY = re.compile(r"(\d+) passed(?:, (\d+) skipped)?.* in ([\d.]+)s")
 DURATION = re.compile(r"^([\d.]+)s (call|setup|teardown) +(\S+)$", re.MULTILINE)  # pytest --durations' lines

@@ -19,7 +19,7 @@ from pathlib import Path
 from hardcse.cli import main as hardcse
 from hardcse.data.sts import ALL_TASKS
 from hardcse.tables import sts_table_markdown
-from record import write_record
+from lib.record import write_record
 
 TASKS = [*ALL_TASKS, "SICK-R-full"]
 

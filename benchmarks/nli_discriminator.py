@@ -14,7 +14,7 @@ from hardcse.discriminator.nli import NLIDiscriminator, evaluate_nli
 from hardcse.discriminator.train import NLITrainConfig, nli_run
 from hardcse.logs import setup_logging
 from hardcse.tables import nli_table_markdown
-from record import write_record
+from lib.record import write_record
 
 
 def main() -> None:

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from art_rounds import RECORDS, TRAINING_HISTORY, model_digest, weights_digest
-from provenance import NLI_RECORD, machine_line
-from record import write_json, write_record
+from lib.provenance import NLI_RECORD, machine_line
+from lib.record import write_json, write_record
 
 RESULTS = Path(__file__).parent / "results" / "nli_models"
 # the committed evaluation of the model each role's records name (its config's --out name)

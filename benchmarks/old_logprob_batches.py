@@ -93,7 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=3, help="RL steps' rollouts to measure on")
     args = parser.parse_args()
-    from record import write_record
+    from lib.record import write_record
 
     result = {"steps": args.steps, "precisions": {dtype: measure(dtype, args.steps) for dtype in ("auto", "float32")}}
     title = "log pi_old by one forward a minibatch or by one forward over the other rows"

@@ -108,8 +108,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from art_before_after import worktree
     from hardcse.stats import paired_bootstrap
-    from provenance import machine_line
-    from record import write_record
+    from lib.provenance import machine_line
+    from lib.record import write_record
 
     before_code = worktree(args.before_rev)
     codes = {"before": (before_code, args.cache_before), "after": (ROOT, args.cache_after)}

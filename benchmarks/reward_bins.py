@@ -31,8 +31,8 @@ from hardcse.art.reward.dual import Reward  # noqa: E402
 from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
-from record import RESULTS, write_record  # noqa: E402
-from record_files import exists, read_text  # noqa: E402
+from lib.record import RESULTS, write_record  # noqa: E402
+from lib.record_files import exists, read_text  # noqa: E402
 
 REWARD_VARIANTS = ("paper", "r2-gated", "r2-smooth", "shortcut-penalties", "hard-correct")
 POOL = [(setting, seed) for setting in ("cpu-full", "cpu-full-grpo") for seed in (42, 1, 2)]  # PPO, GRPO records

@@ -28,7 +28,7 @@ from hardcse.data.nli import DEV_FILES, LABEL_ID, read_nli_files
 from hardcse.discriminator.nli import load_discriminator
 from hardcse.encoder.build import load_encoder
 from hardcse.encoder.encode import pair_cosines
-from record import write_record
+from lib.record import write_record
 
 
 def youden_threshold(p_target: np.ndarray, is_target: np.ndarray) -> tuple[float, float]:

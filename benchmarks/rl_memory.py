@@ -34,7 +34,7 @@ from hardcse.art.rl.loop import RLTrainer, enable_checkpointing
 from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.resources import BUNDLED_GENERATOR
-from record import write_record
+from lib.record import write_record
 
 BUNDLED = BUNDLED_GENERATOR
 SETTINGS = ("shared prefix", "whole rows", "whole rows, checkpointed")

@@ -112,7 +112,7 @@ def main() -> None:
         child(args.child, args.steps, args.out)
         return
     sys.path.insert(0, str(HERE))
-    from record import write_record
+    from lib.record import write_record
 
     runs: dict[str, list[dict]] = {name: [] for name in SETTINGS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,7 +132,7 @@ def main() -> None:
 def markdown(result: dict) -> list[str]:
     from art_profile import PARTS
     from hardcse.stats import paired_bootstrap
-    from record import verdict
+    from lib.record import verdict
 
     runs = result["runs"]
     lines = [

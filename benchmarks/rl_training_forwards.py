@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="RL steps' rollouts to train on")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes of each way over each step")
     args = parser.parse_args()
-    from record import write_record
+    from lib.record import write_record
 
     result = {"steps": args.steps, "repeats": args.repeats, **measure(args.steps, args.repeats)}
     result["summary"] = summary(result)

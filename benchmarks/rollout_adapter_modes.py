@@ -209,7 +209,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timed passes of each way over the steps")
     parser.add_argument("--check-tokens", type=int, default=8, help="greedy tokens compared with PyTorch's")
     args = parser.parse_args()
-    from record import write_record
+    from lib.record import write_record
 
     settings = {"steps": args.steps, "tokens": args.tokens, "repeats": args.repeats, "check_tokens": args.check_tokens}
     result = settings | measure(args.steps, args.tokens, args.repeats, args.check_tokens)

@@ -51,7 +51,7 @@ def main() -> None:
     from hardcse.encoder.build import load_encoder
     from hardcse.engines import Engine
     from hardcse.stats import paired_bootstrap
-    from record import write_record
+    from lib.record import write_record
     from synthesis_prefix import MEASURES
 
     quickstart = load_config(ArtRunConfig, "configs/quickstart.yaml", [])
@@ -108,7 +108,7 @@ def main() -> None:
 
 def markdown(result: dict) -> list[str]:
     from art_profile import PARTS
-    from record import difference_cell, signed_interval
+    from lib.record import difference_cell, signed_interval
 
     lines = [
         "cpu-full's first round of RL (25 PPO steps x 16 rollouts) per rollout engine and seed, the quickstart's "
@@ -152,7 +152,7 @@ def over_seeds(result: dict) -> list[str]:
     interval (the seed the unit)."""
     from scipy import stats
 
-    from record import difference_cell
+    from lib.record import difference_cell
 
     runs, seeds = result["runs"], result["seeds"]
     measures = {

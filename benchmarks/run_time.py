@@ -16,9 +16,9 @@ time; short table previews and small test files ran beside some of them, as thei
 import json
 from pathlib import Path
 
-from provenance import recorded_runs
-from record import RESULTS, write_record
-from record_files import exists, read_text
+from lib.provenance import recorded_runs
+from lib.record import RESULTS, write_record
+from lib.record_files import exists, read_text
 
 RECORDS = RESULTS / "hard_correct" / "records"
 EVIDENCE = RESULTS / "art_evidence" / "records"

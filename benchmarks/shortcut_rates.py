@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from art_evidence_tables import LABELS
 from art_rounds import is_finished, record_dir
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.config import load_config
-from provenance import recorded_dates
-from record import write_record
-from record_assay import training_triplets
+from lib.art_evidence_tables import LABELS
+from lib.provenance import recorded_dates
+from lib.record import write_record
+from lib.record_assay import training_triplets
 
 SEEDS = (42, 1, 2)
 

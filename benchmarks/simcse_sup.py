@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hardcse.cli import main as hardcse
 from hardcse.tables import sts_table_markdown
-from record import write_record
+from lib.record import write_record
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ def main() -> None:
     from hardcse.art.generator import openvino
     from hardcse.art.synthesis.triplets import synthesize
     from hardcse.data.jsonl import read_jsonl
-    from record import write_record
+    from lib.record import write_record
 
     runs: dict[str, list[dict]] = {side: [] for side in SIDES}
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,7 +157,7 @@ def stage_inputs(n_anchors: int, nli_dir: Path) -> tuple:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import difference_cell
+    from lib.record import difference_cell
 
     def median(side: str, key: str) -> float:
         return statistics.median(run[key] for run in result["runs"][side])

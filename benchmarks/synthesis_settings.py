@@ -41,7 +41,7 @@ def main() -> None:
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
-    from record import write_record
+    from lib.record import write_record
     from synthesis_prefix import judge_once, measure_differences, run_sides
 
     generator = load_config(ArtRunConfig, "configs/cpu-full.yaml", []).generator
@@ -81,7 +81,7 @@ def run_side(side: str, n_anchors: int, out: Path) -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import difference_cell
+    from lib.record import difference_cell
 
     sides = result["runs"]
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from record import write_record
+from lib.record import write_record
 
 
 def main() -> None:

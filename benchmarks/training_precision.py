@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 7])
     args = parser.parse_args()
     from hardcse.stats import paired_bootstrap
-    from record import write_record
+    from lib.record import write_record
 
     rows, differences = [], {}
     for seed in args.seeds:
@@ -79,7 +79,7 @@ def main() -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import signed_interval, verdict
+    from lib.record import signed_interval, verdict
 
     rows = result["runs"]
     lines = [

@@ -23,7 +23,7 @@ import math
 import os
 from pathlib import Path
 
-from record import RESULTS, signed_interval, write_record
+from lib.record import RESULTS, signed_interval, write_record
 
 
 def counts(rows: list[dict]) -> dict:

@@ -47,7 +47,7 @@ def main() -> None:
     from hardcse.art.generator.model import base_model_source, is_generator_folder
     from hardcse.art.generator.openvino import export_generator
     from hardcse.config import load_config
-    from record import write_record
+    from lib.record import write_record
     from synthesis_prefix import judge_once, measure_differences, run_sides
 
     if not is_generator_folder(str(args.generator)):
@@ -83,7 +83,7 @@ def run_side(side: str, generator: Path, n_anchors: int, out: Path) -> None:
 
 
 def markdown(result: dict) -> list[str]:
-    from record import difference_cell
+    from lib.record import difference_cell
 
     runs = result["runs"]
 

@@ -152,7 +152,7 @@ def main() -> None:
     if args.child:
         child(args.child, args.out)
         return
-    from record import write_record
+    from lib.record import write_record
 
     settings = {}
     for name, environment in SETTINGS.items():

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import signed_interval, write_record
+from lib.record import signed_interval, write_record
 from warm_start import (
     ALL_PROJECTIONS,
     cell,

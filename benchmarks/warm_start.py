@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from record import signed_interval, write_record
+from lib.record import signed_interval, write_record
 
 NLI_SEEDS = {"discriminator": 42, "judge": 7}
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

@@ -1,4 +1,4 @@
-"""benchmarks/art_evidence_tables.py's and art_answers.py's helpers, by hand: which comparisons the evidence page
+"""benchmarks/lib/art_evidence_tables.py's and art_answers.py's helpers, by hand: which comparisons the evidence page
 makes, the answer sentences (verdict and the detectable difference), and the assay groups clustered by generation
 seed."""
 
@@ -13,16 +13,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 
-from art_answers import answer_lines  # noqa: E402
-from art_evidence_tables import assay_groups, evidence_comparison, evidence_pairs  # noqa: E402
 from art_forest import corrected, seed_tests  # noqa: E402
 from hardcse.data.triplets import write_triplets  # noqa: E402
 from hardcse.evaluation.compare import Comparison, compare_groups  # noqa: E402
 from hardcse.evaluation.paired import STSBootstrap  # noqa: E402
 from hardcse.evaluation.results import Result  # noqa: E402
 from hardcse.stats import Interval  # noqa: E402
-from provenance import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
-from record_assay import assay_provenance, assay_record, refuse_mixed_assays, triplets_digest  # noqa: E402
+from lib.art_answers import answer_lines  # noqa: E402
+from lib.art_evidence_tables import assay_groups, evidence_comparison, evidence_pairs  # noqa: E402
+from lib.provenance import REPOSITORY, code_line, refuse_mixed_machines, refuse_uncommitted_code  # noqa: E402
+from lib.record_assay import assay_provenance, assay_record, refuse_mixed_assays, triplets_digest  # noqa: E402
 
 
 def test_evidence_pairs_raw_llm_first_then_mined_then_the_faithful_setting():
@@ -404,7 +404,7 @@ def test_an_nli_model_trained_again_stands_in_only_with_the_records_weights(tmp_
 def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_path):
     """Two trainings of the same weights differ in their folder's digest (the training's minutes): records that keep
     the weights' digest agree by it; a record that keeps only the folder's never agrees with one that keeps both."""
-    from provenance import NLI_RECORD, nli_models_used
+    from lib.provenance import NLI_RECORD, nli_models_used
 
     def record(name: str, folder: str, weights: str | None) -> Path:
         path = tmp_path / name
@@ -422,7 +422,7 @@ def test_runs_compare_by_their_nli_weights_where_their_records_keep_them(tmp_pat
 def test_one_code_and_one_pair_of_nli_models_a_seed_is_enough(tmp_path):
     """Settings are compared within a generation seed: code_line_by_seed names each seed's commits where seeds ran
     other code, and stops where one seed's runs did; refuse_mixed_nli likewise for the NLI models."""
-    from provenance import NLI_RECORD, code_line_by_seed, refuse_mixed_nli
+    from lib.provenance import NLI_RECORD, code_line_by_seed, refuse_mixed_nli
 
     repo, commits, records = _four_commits(tmp_path)
     same = code_line_by_seed({1: ([records[0]], {}), 2: ([records[1]], {commits[0]: ["assay of run-seed-1"]})}, repo)
@@ -459,7 +459,7 @@ def test_a_held_out_measure_without_its_model_reads_undefined(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from art_evidence_tables import HELDOUT, heldout_evidence
+    from lib.art_evidence_tables import HELDOUT, heldout_evidence
 
     measure = {"difference": {"estimate": 0.1, "low": 0.05, "high": 0.15, "n": 40}}
     (tmp_path / "cpu-full-seed-5" / "round_1").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""benchmarks/hard_correct_tables.py's helpers, by hand: which comparisons the assay makes, the false-negative
+"""benchmarks/lib/hard_correct_tables.py's helpers, by hand: which comparisons the assay makes, the false-negative
 difference over the pool of kept answers, and the answer sentences when variants are missing."""
 
 import sys
@@ -8,7 +8,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 
-from hard_correct_tables import (  # noqa: E402
+from hardcse.evaluation.compare import Comparison  # noqa: E402
+from hardcse.stats import Interval  # noqa: E402
+from lib.hard_correct_tables import (  # noqa: E402
     answers,
     answers_of,
     assay_pairs,
@@ -16,8 +18,6 @@ from hard_correct_tables import (  # noqa: E402
     percent_cell,
     variant_of,
 )
-from hardcse.evaluation.compare import Comparison  # noqa: E402
-from hardcse.stats import Interval  # noqa: E402
 
 FALSE_NEGATIVES = "negatives judged entailment % (false negatives)"
 

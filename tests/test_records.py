@@ -1,6 +1,6 @@
 """Every figure a user reads has its record (issue 43): each top-level benchmarks/results/*.md names the machine
 it came from (the CPU's flags, or says the machine was not recorded, or that any machine gives the same), a date and
-the command that made it; and benchmarks/provenance.py, which the scripts use to name the machine, holds the
+the command that made it; and benchmarks/lib/provenance.py, which the scripts use to name the machine, holds the
 CPU's flags."""
 
 import importlib.util
@@ -27,7 +27,7 @@ COMMAND = re.compile(r"(?:^|\s)(?:python\S*|bash|sh) (?:-\S+ )*benchmarks/\S+\.(
 
 
 def _load(name: str) -> object:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "lib" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

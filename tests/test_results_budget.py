@@ -1,5 +1,5 @@
 """benchmarks/results stays within a stated size budget (DESIGN.md, "Records"): every clone carries every record, so
-a record keeps what computes its page's figures again, its large files compressed (benchmarks/record_files.py), and
+a record keeps what computes its page's figures again, its large files compressed (benchmarks/lib/record_files.py), and
 no plot that is drawn again from it (docs/development.md, "Adding a benchmark record")."""
 
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from record_files import COMPRESSED  # noqa: E402
+from lib.record_files import COMPRESSED  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 # The budget, in bytes of the files under benchmarks/results. 2026-11-27, once the run records' large files were
@@ -39,7 +39,7 @@ def test_benchmark_results_stay_within_their_budget():
 def test_run_records_keep_their_large_files_compressed_and_no_plots():
     assert all(folder.is_dir() for folder in RUN_RECORDS)
     plain = [p for f in RUN_RECORDS for p in f.rglob("*") if p.is_file() and p.name in COMPRESSED]
-    assert not plain, f"kept plain, not as NAME.gz (benchmarks/record_files.py compress): {plain[:3]}"
+    assert not plain, f"kept plain, not as NAME.gz (benchmarks/lib/record_files.py compress): {plain[:3]}"
     drawn = [p for f in RUN_RECORDS for p in [*f.rglob("plots"), *f.rglob("report.md")]]
     assert not drawn, f"drawn again by every page rebuild, not kept: {drawn[:3]}"
     packed = [p.read_bytes()[:8] for f in RUN_RECORDS for p in f.rglob("*.gz")]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from hardcse.machine import machine_record
 
-REPOSITORY = Path(__file__).resolve().parents[1]  # git runs here: pathspecs are relative to where it runs
+REPOSITORY = Path(__file__).resolve().parents[2]  # git runs here: pathspecs are relative to where it runs
 
 
 def machine_line(machine: dict | None = None, date: str | None = None) -> str:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
 from art_rounds import model_digest
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
@@ -18,8 +17,9 @@ from hardcse.data.nli import LABELS
 from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
 from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
-from provenance import NLI_RECORD
-from record_assay import read_stored_triplets
+from lib.art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
+from lib.provenance import NLI_RECORD
+from lib.record_assay import read_stored_triplets
 
 GUARDS = ("negative_entailed", "mined_negative_entailed", "positive_is_negative")  # the filter's last checks
 GUARD_DROPPED = "round_1/guard_dropped.csv"  # a record's triplets that only GUARDS dropped

@@ -2,10 +2,10 @@
 ablation), its one declared comparison first with the smallest difference it could detect, then what is reported
 beside it; interim until the declared generation seeds are all in."""
 
-from art_evidence_tables import ART, BASELINE, BOTH, MAIN, MINED, PRIMARY, common_runs, label
 from hardcse.data.sts import DEV_TASK
 from hardcse.evaluation.compare import Comparison, verdict
 from hardcse.stats import detectable_difference
+from lib.art_evidence_tables import ART, BASELINE, BOTH, MAIN, MINED, PRIMARY, common_runs, label
 
 # the evidence's declared generation seeds (docs/art-evidence.md): an answer without all of them is interim. The
 # ablations' were declared 2026-11-27 before any of their runs (docs/art-evidence.md "Where the ablations stand"):

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from datetime import date as _date
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def this_command(argv: Sequence[str] | None = None) -> str:
@@ -119,7 +119,7 @@ def write_record(
     ``command``: what made the record (default :func:`this_command`; a list: several commands). ``machine``: the
     machine's paragraph (default: this machine's :func:`provenance.machine_line`, today). ``date``: True for today
     in the title, a string for another (the records' own dates), False for none (the machine's line dates it)."""
-    from provenance import machine_line
+    from lib.provenance import machine_line
 
     command = command or this_command()
     made = (

@@ -12,8 +12,8 @@ from hardcse.evaluation.compare import Comparison, compare_groups, comparison_ma
 from hardcse.evaluation.results import Result, load_result
 from hardcse.folder_checks import round_dirs
 from hardcse.stats import Interval
-from provenance import machine_line
-from record_assay import assayed, training_triplets
+from lib.provenance import machine_line
+from lib.record_assay import assayed, training_triplets
 
 BASELINE = "baseline-raw-llm"
 MAIN = "cpu-full"

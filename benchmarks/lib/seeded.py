@@ -13,8 +13,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from record import RESULTS
-from record_files import compress
+from lib.record import RESULTS
+from lib.record_files import compress
 
 DEFAULT_SEEDS = [1, 2, 3]
 
@@ -26,7 +26,7 @@ def record_dir(bench: str, name: str, seed: int) -> Path:
 def keep_record(run_dir: Path, dest: Path, files: list[str], eval_file: str = "eval.json") -> None:
     """config.yaml, ``eval_file`` (gzipped, as eval.json.gz: record_files.compress; an ART run's is in its last
     round's folder),
-    manifest.json (the run's machine and date, for tables rebuilt on another day; benchmarks/provenance.py) and
+    manifest.json (the run's machine and date, for tables rebuilt on another day; benchmarks/lib/provenance.py) and
     ``files`` (paths inside the run folder, kept by their base name)."""
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)

@@ -23,8 +23,8 @@ from hardcse.cli import main as hardcse
 from hardcse.data.triplets import Triplet, read_triplets
 from hardcse.evaluation.results import Result
 from hardcse.run_folder import git_commit
-from record import stamp
-from record_files import plain_file
+from lib.record import stamp
+from lib.record_files import plain_file
 
 
 def training_triplets(record: Path) -> list[Triplet]:
