@@ -7,10 +7,14 @@ share of answers kept and the share of the kept the reader calls right. The thre
 they are scored on: a look at what a stricter rule could do, not a tuned rule.
 
     python benchmarks/judge_agreement.py --work DIR [--folder benchmarks/results/warm_start_read]
-        [--sides warm_best_of_4] [--name judge_agreement]
+        [--sides warm_best_of_4] [--strong-discriminator] [--name judge_agreement]
 
 ``--work``: the benchmarks/warm_start.py work folder whose ``discriminator`` and ``judge`` graded the read triplets
-(made there first if missing). Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
+(made there first if missing). ``--strong-discriminator`` adds a third model, ``discriminator_whole``: the
+discriminator's share of the NLI pairs trained with the judge's recipe (configs/nli-judge.yaml: every pair of the
+share, two epochs), in the work folder's ``discriminator_whole``: would a better-trained filter, still apart from the
+judge's pairs, tell the reader's right answers from the wrong ones? Writes benchmarks/results/NAME.md and NAME.json
+(command, date, CPU flags).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from warm_start import nli_model
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)
 NEEDED = {"positive": "entailment", "negative": "contradiction"}
+MODELS = ("judge", "discriminator", "discriminator_whole")  # a page's rows, in this order
 
 
 def roc_auc(scores: np.ndarray, right: np.ndarray) -> float:
@@ -52,6 +57,9 @@ def main() -> None:
     parser.add_argument("--work", required=True, help="the benchmarks/warm_start.py work folder")
     parser.add_argument("--folder", default=str(RESULTS / "warm_start_read"), help="the read: one SIDE.jsonl a side")
     parser.add_argument("--sides", nargs="+", default=["warm_best_of_4"], help="sides with generated negatives")
+    parser.add_argument(
+        "--strong-discriminator", action="store_true", help="also the discriminator's share with the judge's recipe"
+    )
     parser.add_argument("--name", default="judge_agreement", help="the record's name in benchmarks/results")
     args = parser.parse_args()
 
@@ -63,6 +71,9 @@ def main() -> None:
         "judge": NLIDiscriminator.load(str(nli_model("judge", work / "judge", whole_share=True)), device="cpu"),
         "discriminator": NLIDiscriminator.load(str(nli_model("discriminator", work / "discriminator")), device="cpu"),
     }
+    if args.strong_discriminator:
+        whole = nli_model("discriminator", work / "discriminator_whole", whole_share=True)
+        models["discriminator_whole"] = NLIDiscriminator.load(str(whole), device="cpu")
     results = {}
     for side in args.sides:
         rows = [json.loads(line) for line in (Path(args.folder) / f"{side}.jsonl").read_text().splitlines() if line]
@@ -100,7 +111,7 @@ def page(p: dict) -> list[str]:
         "|---|---|---:|---:|---:|---:|" + "---:|" * len(THRESHOLDS),
     ]
     for name, entry in p["results"].items():
-        for model in ("judge", "discriminator"):
+        for model in (m for m in MODELS if m in entry):
             m = entry[model]
             a = m["auc"]
             cells = [f"{v['kept']}, {v['right']}" for v in m["thresholds"].values()]
