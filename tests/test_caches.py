@@ -111,9 +111,9 @@ def test_atomic_writes_of_one_path_by_two_writers_never_tear_or_fail(tmp_path):
 def test_two_processes_preparing_on_a_cold_cache_make_one_conversion_and_one_export_that_runs_find(
     tmp_path, monkeypatch, capsys
 ):
-    """`hardcse prepare` (make install runs it): the bundled generator is converted from its GGUF and exported to
-    OpenVINO once, however many processes ask at once, under the keys a run computes: a run finds both, converts
-    nothing, and the checkpoint chats."""
+    """`hardcse prepare` (the first make demo runs it): the bundled generator is converted from its GGUF and
+    exported to OpenVINO once, however many processes ask at once, under the keys a run computes: a run finds both,
+    converts nothing, and the checkpoint chats."""
     import time
 
     from transformers import AutoModelForCausalLM, AutoTokenizer

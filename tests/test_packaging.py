@@ -6,6 +6,7 @@ for real; tests/wheel_contents.py)."""
 import ast
 import importlib.metadata
 import sys
+import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -38,9 +39,12 @@ def test_imported_modules_tells_a_top_level_import_from_one_inside_a_function():
 
 
 def test_src_imports_only_declared_distributions_and_extras_only_inside_functions():
-    requirements = [Requirement(r) for r in importlib.metadata.requires("hardcse") or []]
-    core = {canonical(r.name) for r in requirements if r.marker is None}
-    extras = {canonical(r.name) for r in requirements if r.marker is not None}
+    # pyproject.toml itself, not the installed metadata (which an edit leaves stale until the next install); the
+    # dev extra (pytest, ruff) is no dependency of the package
+    project = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = {canonical(Requirement(r).name) for r in project["dependencies"]}
+    optional = project["optional-dependencies"]
+    extras = {canonical(Requirement(r).name) for name, rs in optional.items() if name != "dev" for r in rs}
     distributions = importlib.metadata.packages_distributions()
     undeclared, extra_at_top = set(), set()
     for path in sorted(SRC.rglob("*.py")):

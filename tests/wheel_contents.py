@@ -3,7 +3,7 @@ package holds every file of the checkout's src/hardcse (modules, shipped configs
 imports there, where only the core dependencies are installed (an extra's package is imported inside the function
 that needs it, never at a module's top). Prints one `error:` line and exits 2 on the first failure.
 
-    VENV/bin/python tests/wheel_contents.py SRC_DIR
+    VENV/bin/python -I tests/wheel_contents.py SRC_DIR
 """
 
 import importlib
@@ -23,6 +23,11 @@ def source_files(src: Path) -> set[str]:
 
 def main() -> int:
     src = Path(sys.argv[1]).resolve()
+    import hardcse
+
+    if not Path(hardcse.__file__).resolve().is_relative_to(Path(sys.prefix).resolve()):
+        print(f"error: hardcse imports from {hardcse.__file__}, not the wheel; run python -I", file=sys.stderr)
+        return 2
     installed = {f.as_posix() for f in importlib.metadata.files("hardcse") or [] if f.parts[0] == "hardcse"}
     missing = sorted(source_files(src) - installed)
     if missing:
@@ -30,7 +35,7 @@ def main() -> int:
               "add them to [tool.setuptools.package-data] in pyproject.toml", file=sys.stderr)  # fmt: skip
         return 2
     modules = sorted(
-        name.removesuffix(".__init__").replace("/", ".")
+        name.replace("/", ".").removesuffix(".__init__")
         for name in (f.removesuffix(".py") for f in installed if f.endswith(".py"))
         if not name.endswith("__main__")  # `python -m hardcse.cli` runs the command line on import
     )

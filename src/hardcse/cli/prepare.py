@@ -17,8 +17,8 @@ configs, so the same keys. ``--no-training`` leaves those to the first run.
 
 When a run still converts: the keys hold hardcse's code, the libraries' versions and the CPU with torch's thread
 count, so after an upgrade, under another ``OMP_NUM_THREADS`` or under a launcher (one thread a process) the first
-run converts again. ``make install`` runs it with ``--no-training`` (the tests need no trained model), and the first
-``make demo`` runs it whole.
+run converts again. The first ``make demo`` runs it whole; the tests need none of it (they use a model cache of
+their own).
 """
 
 from __future__ import annotations
