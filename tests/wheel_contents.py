@@ -29,7 +29,8 @@ def main() -> int:
         print(f"error: hardcse imports from {hardcse.__file__}, not the wheel; run python -I", file=sys.stderr)
         return 2
     installed = {f.as_posix() for f in importlib.metadata.files("hardcse") or [] if f.parts[0] == "hardcse"}
-    missing = sorted(source_files(src) - installed)
+    expected = source_files(src)
+    missing = sorted(expected - installed)
     if missing:
         print(f"error: the wheel lacks {len(missing)} files of src/ ({', '.join(missing[:3])}, ...); "
               "add them to [tool.setuptools.package-data] in pyproject.toml", file=sys.stderr)  # fmt: skip
@@ -45,7 +46,7 @@ def main() -> int:
         except ImportError as e:
             print(f"error: {module} does not import from the wheel with the core dependencies: {e}", file=sys.stderr)
             return 2
-    print(f"wheel contents: every one of the checkout's {len(source_files(src))} files; {len(modules)} modules import")
+    print(f"wheel contents: every one of the checkout's {len(expected)} files; {len(modules)} modules import")
     return 0
 
 
