@@ -13,7 +13,11 @@ real training set? Each side writes for the training corpus' anchors (in order, 
   not another scene), and the entailments that share at least ``--edit-positive-cover`` (default 0: every one;
   warm_start.positive_min_cover: restatements, nothing added), best of k;
 - ``warm_long``: the warm side's warm start trained for ``--long-steps`` steps (default 580: each of the share's
-  contradictions read about once, where ``--steps`` reads a quarter of them), best of k.
+  contradictions read about once, where ``--steps`` reads a quarter of them), best of k;
+- ``warm_long_strong``: warm_long's generator, but its filter's discriminator is the strong one
+  (``discriminator_whole``: the discriminator's share trained with configs/nli-judge.yaml's recipe, still apart from
+  the judge's pairs) under the threshold rule: P(entailment) at least ``--strong-entailment`` (default 0.9),
+  P(contradiction) at least ``--strong-contradiction`` (default 0.5), best of k.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -24,7 +28,7 @@ best of k keeps another candidate instead); the mined side keeps the shipped bas
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
         [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
         [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--edit-positive-cover P] [--long-steps 580]
-        [--sides SIDE ...] [--name warm_assay]
+        [--strong-entailment 0.9] [--strong-contradiction 0.5] [--sides SIDE ...] [--name warm_assay]
 
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
 missing). ``--clean``: the warm start without the pairs that teach a shortcut (warm_start.py's warm_clean sides).
@@ -34,8 +38,9 @@ anchors), so a call with other settings never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
 anchors, false negatives, the shortcut rates of the assayed rows and how much of its anchor a kept negative keeps
 (anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm;
-warm_long - warm); the assay's paired differences (bootstrap over test pairs and training seeds) of each generated
-side against mined, art - warm, warm_edit - warm and warm_long - warm.
+warm_long - warm; warm_long_strong - warm_long); the assay's paired differences (bootstrap over test pairs and
+training seeds) of each generated side against mined, art - warm, warm_edit - warm, warm_long - warm and
+warm_long_strong - warm_long. With warm_long_strong, the strong discriminator's NLI accuracy beside the others'.
 
 Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
 """
@@ -58,14 +63,16 @@ from warm_start import (
     cell,
     false_negatives,
     graders,
+    nli_accuracy,
     nli_model,
+    nli_table,
     num,
     record_of,
     synthesis_settings,
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art", "warm_edit", "warm_long")
+SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong")
 PAIRS = (  # B - A
     ("mined", "art"),
     ("mined", "warm"),
@@ -74,6 +81,8 @@ PAIRS = (  # B - A
     ("warm", "warm_edit"),
     ("mined", "warm_long"),
     ("warm", "warm_long"),
+    ("mined", "warm_long_strong"),
+    ("warm_long", "warm_long_strong"),
 )
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
@@ -113,6 +122,12 @@ def main() -> None:
         "--edit-positive-cover", type=float, default=0.0, help="warm_edit's warm_start.positive_min_cover"
     )
     parser.add_argument("--long-steps", type=int, default=580, help="warm_long's warm start's steps")
+    parser.add_argument(
+        "--strong-entailment", type=float, default=0.9, help="warm_long_strong's filter: P(entailment) at least"
+    )
+    parser.add_argument(
+        "--strong-contradiction", type=float, default=0.5, help="warm_long_strong's filter: P(contradiction) at least"
+    )
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES[:3]), help="the sides to make")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
@@ -154,10 +169,18 @@ def main() -> None:
             "positive_min_cover": args.edit_positive_cover,
         }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
-    if "warm_long" in args.sides:  # the same warm start, read further
+    if {"warm_long", "warm_long_strong"} & set(args.sides):  # the same warm start, read further
         long_name = f"{base}_{args.long_steps}_{args.warm_dtype}"
         long_dir = warm_generator(config, no_demonstration, args.long_steps, work, long_name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
+    strong_dir = strong_reward = None
+    if "warm_long_strong" in args.sides:  # the reward's terms as the others', the strong discriminator's probabilities
+        from hardcse.art.reward.dual import Reward
+        from hardcse.discriminator.nli import load_discriminator
+
+        strong_dir = nli_model("discriminator", work / "discriminator_whole", whole_share=True)
+        strong = load_discriminator(str(strong_dir), config.device)
+        strong_reward = Reward(strong, encoder, config.reward, engine)
 
     rl_steps = args.rl_steps or config.rl.steps
     rl_minutes = {}  # per tuned side; absent: tuned by an earlier call (its time is in that call's log)
@@ -193,28 +216,35 @@ def main() -> None:
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
     raw_prompts = synthesis_settings(config, args.rl_seed)
-    sides = {  # side: (generator, its prompts, the filter, mining or not)
-        "mined": (config.generator.model, raw_prompts, config.filter, True),
-        "warm": (str(warm_dir), no_demonstration, best_of, False),
-        "art": (str(art_dir), no_demonstration, best_of, False),
-        "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, False),
-        "warm_long": (str(long_dir) if "warm_long" in args.sides else None, no_demonstration, best_of, False),
+    strong_filter = dataclasses.replace(
+        best_of, rule="threshold", min_entailment=args.strong_entailment, min_contradiction=args.strong_contradiction
+    )
+    long_source = str(long_dir) if {"warm_long", "warm_long_strong"} & set(args.sides) else None
+    sides = {  # side: (generator, its prompts, the filter, its reward, mining or not)
+        "mined": (config.generator.model, raw_prompts, config.filter, reward, True),
+        "warm": (str(warm_dir), no_demonstration, best_of, reward, False),
+        "art": (str(art_dir), no_demonstration, best_of, reward, False),
+        "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, reward, False),
+        "warm_long": (long_source, no_demonstration, best_of, reward, False),
+        "warm_long_strong": (long_source, no_demonstration, strong_filter, strong_reward, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
     results, data, per_side, anchors_of = {}, {}, {}, {}
-    for side, (source, prompts, filter_config, mined) in sides.items():
+    for side, (source, prompts, filter_config, side_reward, mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
-        key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors)
+        # the strong discriminator's folder joins the key of the side it filters (the others' keys as they were)
+        discriminator_part = [str(strong_dir)] if side_reward is strong_reward else []
+        key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors, *discriminator_part)
         for i, block in enumerate(chunks(anchors, args.chunk)):
             if len(triplets) >= args.rows:
                 break
             folder = work / f"assay_{name}" / f"{side}-{key}" / f"chunk-{i:03d}"
             mining = {"mine_from": corpus, "mining": config.mining} if mined else {}
             if not (folder / "synthesis.json").is_file():
-                synthesize(source, block, prompts, reward, filter_config, folder, engine=engine, **mining)
+                synthesize(source, block, prompts, side_reward, filter_config, folder, engine=engine, **mining)
             records += read_jsonl(folder / "synthetic.jsonl")
             triplets += read_triplets(folder / "triplets.csv")
             seconds += json.loads((folder / "synthesis.json").read_text())["seconds"]
@@ -286,7 +316,25 @@ def main() -> None:
         **({"rl_effect": judged["art - warm"]} if "art - warm" in judged else {}),
         "judged_pairs": judged,
         **({"edit_warm_start": record_of(edit_dir)} if "warm_edit" in sides else {}),
-        **({"long_warm_start": record_of(long_dir)} if "warm_long" in sides else {}),
+        **({"long_warm_start": record_of(long_dir)} if long_source else {}),
+        **(
+            {
+                "strong_filter": {
+                    "min_entailment": args.strong_entailment,
+                    "min_contradiction": args.strong_contradiction,
+                },
+                "nli": {  # each model's accuracy kept beside its folder, measured once
+                    name: nli_accuracy(model, folder.with_name(folder.name + "_eval.json"))
+                    for name, model, folder in (
+                        ("discriminator", discriminator, discriminator_dir),
+                        ("judge", judge, judge_dir),
+                        ("discriminator_whole", strong, strong_dir),
+                    )
+                },
+            }
+            if strong_dir
+            else {}
+        ),
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
@@ -331,6 +379,13 @@ def page(p: dict) -> list[str]:
             if (g := p.get("long_warm_start"))
             else ""
         )
+        + (
+            f". warm_long_strong: warm_long's generator, its filter the strong discriminator (the discriminator's "
+            f"share trained with the judge's recipe) under the threshold rule, P(entailment) >= "
+            f"{f['min_entailment']:g} and P(contradiction) >= {f['min_contradiction']:g}"
+            if (f := p.get("strong_filter"))
+            else ""
+        )
         + f". Generated sides: best of {p['candidates']}"
         + (", their filter rejecting deletion positives and added negations" if p.get("reject_shortcuts") else "")
         + ". "
@@ -365,6 +420,8 @@ def page(p: dict) -> list[str]:
         lines += ["", f"{what} over the {e['anchors']} anchors both wrote for (paired bootstrap "
                   f"95% over anchors; {runs}): synthetic accuracy {accuracy['']}, positive {accuracy['_positive']}, "
                   f"negative {accuracy['_negative']}; kept fraction {signed_interval(e['kept'])}."]  # fmt: skip
+    if "nli" in p:
+        lines += ["", "The NLI models' accuracy:", "", *nli_table(p["nli"])]
     return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",
             p["assay_table"], ""]  # fmt: skip
 

@@ -306,6 +306,16 @@ def main() -> None:
     write_record(args.name, "A supervised warm start of the generator", page(payload), payload)
 
 
+def nli_table(nli: dict) -> list[str]:
+    """The NLI models' accuracy (``nli_accuracy``'s, per model) as a table, one row a model."""
+    sets = next(iter(nli.values()))
+    return [
+        "| model | " + " | ".join(sets) + " |",
+        "|---|" + "---:|" * len(sets),
+        *(f"| {name} | " + " | ".join(f"{v['accuracy']:.2f}" for v in r.values()) + " |" for name, r in nli.items()),
+    ]
+
+
 def cell(d: dict) -> str:
     """An interval as a table cell: ``estimate [low, high]``."""
     return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
@@ -346,12 +356,7 @@ def page(p: dict) -> list[str]:
         )
         + " The NLI models' accuracy:",
         "",
-        "| model | " + " | ".join(p["nli"]["judge"]) + " |",
-        "|---|" + "---:|" * len(p["nli"]["judge"]),
-        *(
-            f"| {name} | " + " | ".join(f"{v['accuracy']:.2f}" for v in r.values()) + " |"
-            for name, r in p["nli"].items()
-        ),
+        *nli_table(p["nli"]),
         "",
         "| side | demonstrations (shown) | candidates | accuracy positive | accuracy negative | accuracy avg | "
         "kept fraction | kept a minute | false negatives |",
