@@ -285,7 +285,7 @@ def test_a_run_trains_its_judge_on_its_own_share_and_grades_with_it(
 
     trained = []
 
-    def fake_training(config, out):  # the tiny NLI model, and what it was asked to train on
+    def fake_training(config, out, tracking=None):  # the tiny NLI model, and what it was asked to train on
         shutil.copytree(tiny_nli_dir, out, dirs_exist_ok=True)
         trained.append((config.share, config.training.seed))
 

@@ -419,6 +419,16 @@ def test_the_decontamination_index_follows_the_evaluation_data(tmp_path, monkeyp
     assert eval_index(config).match(sentence) is not None
 
 
+def test_the_decontamination_index_memo_is_bounded():
+    from hardcse.data.decontamination import DecontaminationConfig, _built_index, eval_index
+
+    settings = [DecontaminationConfig(tasks=["STS-B"], threshold=t) for t in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)]
+    indexes = [eval_index(config) for config in settings]
+    assert _built_index.cache_info().currsize <= 4
+    assert eval_index(settings[-1]) is indexes[-1]  # the latest kept
+    assert eval_index(settings[0]) is not indexes[0]  # the oldest built again
+
+
 def test_the_shared_code_never_imports_the_upper_layers():
     """What keys the NLI models' cache by the shared code only (hardcse.cache.UPPER_LAYERS) rests on this: the
     dependencies point down (docs/development.md)."""
@@ -528,7 +538,7 @@ def test_a_discriminator_resumed_from_a_killed_runs_checkpoint_is_not_kept(tmp_p
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     config = load_config(NLITrainConfig, overrides=["max_examples=8"])
 
-    def resumed_training(config: NLITrainConfig, out, data) -> None:  # what train_nli leaves after a resume
+    def resumed_training(config: NLITrainConfig, out, data, tracking=None) -> None:  # what train_nli leaves after a resume
         out.mkdir(parents=True, exist_ok=True)
         (out / "training.json").write_text(json.dumps({"steps": 4, "resumed_from": "checkpoint-2"}))
 
@@ -545,7 +555,7 @@ def test_a_discriminator_that_cannot_be_kept_costs_a_warning_not_the_run(tmp_pat
 
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
 
-    def trained(config: NLITrainConfig, out, data) -> None:
+    def trained(config: NLITrainConfig, out, data, tracking=None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "training.json").write_text(json.dumps({"steps": 4, "resumed_from": None}))
 

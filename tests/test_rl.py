@@ -11,18 +11,10 @@ from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
 from hardcse.art.log_keys import RESERVED_NAMES
-from hardcse.art.rl.algorithms import (
-    AdaptiveKLController,
-    clipped_policy_loss,
-    clipped_value_loss,
-    gae,
-    group_advantages,
-    grpo_loss,
-    k3_kl,
-    kl_shaped_rewards,
-    masked_mean,
-)
+from hardcse.art.rl.algorithm import masked_mean
+from hardcse.art.rl.grpo import group_advantages, grpo_loss, k3_kl
 from hardcse.art.rl.loop import RLTrainer
+from hardcse.art.rl.ppo import AdaptiveKLController, clipped_policy_loss, clipped_value_loss, gae, kl_shaped_rewards
 from rounding import float32_recompute_tolerance
 
 GEN = GeneratorConfig(  # on the CPU wherever the suite runs: tests/test_cuda.py runs these paths on a GPU

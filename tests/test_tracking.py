@@ -226,9 +226,12 @@ def test_a_tuned_generator_copied_from_the_cache_still_reports_its_rl_steps(tiny
     tune_generator(load_config(TuneConfig, overrides=overrides), tmp_path / "w1", tmp_path / "g1")
     run = tmp_path / "run"
     run.mkdir()
-    with tracking(run, ["tensorboard"], {}):
+    with tracking(run, ["tensorboard"], {}) as trackers:
         tune_generator(
-            load_config(TuneConfig, overrides=[*overrides, "report_to=[tensorboard]"]), run / "rl", run / "g"
+            load_config(TuneConfig, overrides=[*overrides, "report_to=[tensorboard]"]),
+            run / "rl",
+            run / "g",
+            tracking=trackers,
         )
     assert len(list((tmp_path / "cache" / "tuned").iterdir())) == 1  # copied, not tuned again
     own = scalars(run / "tensorboard" / "run")
@@ -236,8 +239,9 @@ def test_a_tuned_generator_copied_from_the_cache_still_reports_its_rl_steps(tiny
     # a longer tuning continues from the kept 2 steps: their curves, then its third step's
     longer = tmp_path / "longer"
     longer.mkdir()
-    with tracking(longer, ["tensorboard"], {}):
-        tune_generator(load_config(TuneConfig, overrides=[*overrides, "rl.steps=3"]), longer / "rl", longer / "g")
+    with tracking(longer, ["tensorboard"], {}) as trackers:
+        config = load_config(TuneConfig, overrides=[*overrides, "rl.steps=3"])
+        tune_generator(config, longer / "rl", longer / "g", tracking=trackers)
     assert scalars(longer / "tensorboard" / "run")["rl/reward"] == [1, 2, 3]
 
 
@@ -252,20 +256,20 @@ def test_mlflow_telemetry_is_off_unless_the_user_turns_it_on():
     assert is_telemetry_disabled()
 
 
-def test_a_stage_reports_its_json_or_its_folders_eval_json_and_rounds_make_a_curve(tmp_path, monkeypatch):
+def test_a_stage_reports_its_json_or_its_folders_eval_json_and_rounds_make_a_curve(tmp_path):
     import json
 
-    import hardcse.tracking.run as run_module
     from hardcse.run_folder import report_stage
 
     recording = Recording()
-    monkeypatch.setattr(run_module, "_ACTIVE", Tracking(tmp_path, [recording]))
+    trackers = Tracking(tmp_path, [recording])
     (tmp_path / "seed-1").mkdir()
     (tmp_path / "seed-1" / "eval.json").write_text(json.dumps({"scores": {"STS-B-dev": 80.5}, "pairs": [1, 2]}))
     (tmp_path / "eval.json").write_text(json.dumps({"scores": {"STS-B": 81.0}}))
-    report_stage("a.seed-1", tmp_path / "seed-1")
-    report_stage("round_2.eval", tmp_path / "eval.json")
-    report_stage("model", tmp_path / "nothing-here")
+    report_stage("a.seed-1", tmp_path / "seed-1", trackers)
+    report_stage("round_2.eval", tmp_path / "eval.json", trackers)
+    report_stage("model", tmp_path / "nothing-here", trackers)
+    report_stage("a.seed-1", tmp_path / "seed-1", Tracking())  # a run reporting nowhere
     assert recording.seen == [
         ({"a.seed-1/scores/STS-B-dev": 80.5}, 0),
         ({"rounds/eval/scores/STS-B": 81.0}, 2),
@@ -403,3 +407,16 @@ def test_a_command_that_stops_on_an_error_ends_its_tracker_runs_failed_without_p
     with mlflow_store(runs) as db:
         assert db.execute("select status from runs where name = 'broken'").fetchall() == [("FAILED",)]
     assert not list(runs.rglob("*.png"))  # no plot sent (the folder itself is removed: nothing of it finished)
+
+
+def test_the_trackers_are_a_value_not_process_wide_state(tmp_path):
+    """No module holds an open tracker for others to find: a job reports only to the trackers it is handed, and a
+    run folder's trackers are gone once it closes."""
+    import hardcse.tracking.run as run_module
+    from hardcse.run_folder import RunFolder
+
+    assert not [name for name, value in vars(run_module).items() if isinstance(value, Tracking)]
+    config = load_config(SimCSEConfig, overrides=["report_to=[tensorboard]"])
+    with RunFolder(tmp_path / "run", config, command="test") as folder:
+        assert [b.name for b in folder.tracking.backends] == ["tensorboard"]
+    assert not folder.tracking

@@ -21,6 +21,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardcse.config import ConfigValueError, check_choice, check_positive
 from hardcse.data.decontamination import DecontaminationConfig
@@ -31,6 +32,9 @@ from hardcse.encoder import PoolingName
 from hardcse.encoder.simcse import SimCSETraining
 from hardcse.engines import Engine, check_engine
 from hardcse.errors import HardcseError
+
+if TYPE_CHECKING:
+    from hardcse.tracking.run import Tracking
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # what the assay's run folder holds beside one folder per file: no file's label may be one of them
@@ -123,11 +127,17 @@ def fixed_steps(config: AssayConfig, rows: int) -> int:
 
 
 def train_and_evaluate(
-    config: AssayConfig, triplets: list[Triplet], seed: int, steps: int, folder: Path, engine: Engine
+    config: AssayConfig,
+    triplets: list[Triplet],
+    seed: int,
+    steps: int,
+    folder: Path,
+    engine: Engine,
+    tracking: Tracking | None = None,
 ) -> dict:
     """Train a fresh copy of the start encoder on ``triplets`` for ``steps`` steps at ``seed`` (no selection), and
     evaluate it in ``engine``; writes ``folder/eval.json`` (and ``folder/model/`` with ``keep_models``); returns the
-    record."""
+    record. ``tracking``: the run folder's trackers."""
     import dataclasses
 
     from hardcse.atomic import write_json_atomic
@@ -148,6 +158,7 @@ def train_and_evaluate(
         model_dir,
         metric=None,  # no dev gating: the last step is the encoder
         record={"seed": seed, "rows": len(triplets)},
+        tracking=tracking,
     )
     record = sts_record(outcome.model, str(model_dir), config.eval_tasks, engine=engine) | {"training": outcome.record}
     if not config.keep_models:
@@ -188,7 +199,9 @@ def assay_run(
                 path = run.stage(
                     f"{label}/seed-{seed}",
                     f"{label}/seed-{seed}",
-                    lambda partial, t=triplets[:rows], s=seed: train_and_evaluate(config, t, s, steps, partial, engine),
+                    lambda partial, t=triplets[:rows], s=seed: train_and_evaluate(
+                        config, t, s, steps, partial, engine, run.tracking
+                    ),
                 )
                 record = json.loads((path / "eval.json").read_text(encoding="utf-8"))
                 groups[label].append(Result(label, record, {"seed": seed}))

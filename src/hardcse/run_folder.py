@@ -44,6 +44,7 @@ from hardcse.folder_checks import check_output_folder, check_resumable
 from hardcse.logs import log_to_file
 from hardcse.machine import library_versions, machine_record
 from hardcse.progress import shown
+from hardcse.tracking.run import Tracking
 
 log = logging.getLogger(__name__)
 PACKAGES = ("hardcse", "torch", "transformers", "sentence-transformers", "peft", "datasets", "accelerate")
@@ -77,6 +78,7 @@ class RunFolder:
         self.command = command
         self._stack = ExitStack()
         self.manifest: dict = {}
+        self.tracking = Tracking()  # the run's trackers once open (rank 0, with report_to); none: reports nowhere
 
     # -- opening -----------------------------------------------------------------------------------------------
     def check(self) -> None:
@@ -142,10 +144,11 @@ class RunFolder:
         if report_to:  # the trackers (hardcse/tracking/run.py): rank 0 alone reports
             from hardcse.tracking.run import tracking
 
-            self._stack.enter_context(tracking(self.dir, report_to, config_to_dict(self.config)))
+            self.tracking = self._stack.enter_context(tracking(self.dir, report_to, config_to_dict(self.config)))
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
         self._stack.__exit__(exc_type, *exc)  # the trackers see the error: their runs end failed, with no plots
+        self.tracking = Tracking()  # closed: nothing reports to them after the run
         if not is_main():
             return
         finished = any("end" in stage for stage in self.manifest.get("stages", {}).values())
@@ -233,7 +236,7 @@ class RunFolder:
         entry |= {"end": now(), "seconds": round(time.perf_counter() - start, 1)}
         self._save_manifest()
         if is_main():
-            report_stage(name, final)
+            report_stage(name, final, self.tracking)
         return final
 
     def _close_interrupted_entry(self, name: str, final: Path) -> None:
@@ -257,13 +260,10 @@ class RunFolder:
         self._save_manifest()
 
 
-def report_stage(name: str, output: Path) -> None:
+def report_stage(name: str, output: Path, tracking: Tracking) -> None:
     """A finished stage's numbers to the trackers, if the run reports to any: a JSON output's (a folder output's
     ``eval.json``) numbers under the stage's name; a round's stage (``round_R.NAME``) under ``rounds/NAME`` at step
     R, so rounds make a curve."""
-    from hardcse.tracking.run import active
-
-    tracking = active()
     if output.is_dir():  # a folder stage (an assay's seed, a trained model): its eval.json, if it has one
         output = output / "eval.json"
     if not tracking or output.suffix != ".json" or not output.is_file():

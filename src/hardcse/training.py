@@ -34,7 +34,7 @@ from hardcse.config import Checked, ConfigValueError, check_choice, check_nonneg
 from hardcse.devices import DTYPES, check_device, resolve_device, resolve_dtype
 from hardcse.distributed import RankSlices, average_gradients, barrier, is_main, run_on_main, world_size
 from hardcse.progress import shown
-from hardcse.tracking.run import active
+from hardcse.tracking.run import Tracking
 
 log = logging.getLogger(__name__)
 DEV_METRIC = "eval_sts-dev_spearman"  # STSEvaluator on STS-B dev, as the trainer logs it
@@ -232,6 +232,7 @@ def run_training_job(
     extra_arguments: dict | None = None,
     before_save: Callable[[Any], dict] | None = None,
     record: dict | None = None,
+    tracking: Tracking | None = None,
 ) -> TrainOutcome:
     """Train ``model`` on ``dataset`` with ``loss``; keep the best checkpoint by ``metric`` (``evaluator`` scores
     it, e.g. :func:`hardcse.evaluation.sts.dev_evaluator` at the model's own length; ``metric=None``: no selection,
@@ -241,7 +242,8 @@ def run_training_job(
     keeps the length it was built with. ``before_save(model)`` runs on the selected model before the length is
     restored and it is saved (a measure, or a method's own selection); its dict joins the record, as does
     ``record``. Checkpoints live in ``out_dir/checkpoints`` until the
-    end, so a job killed and started again on the same folder resumes from the newest one.
+    end, so a job killed and started again on the same folder resumes from the newest one. ``tracking``: the run
+    folder's trackers (none: the job reports nowhere).
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
@@ -274,8 +276,8 @@ def run_training_job(
         # multiply the batch by their count, changing SimCSE's in-batch negatives and the step count
         args._n_gpu = 1
     timer = StepTimer()
-    # the trackers of the run folder, if it reports to any: the Trainer's own integrations, guarded, while it trains
-    with active().training_job(out_dir) as trackers:
+    # the run folder's trackers, if it reports to any: the Trainer's own integrations, guarded, while it trains
+    with (tracking or Tracking()).training_job(out_dir) as trackers:
         trainer = trainer_cls(
             model=model,
             args=args,

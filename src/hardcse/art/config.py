@@ -120,7 +120,7 @@ class GeneratorConfig(Checked):
 class RLConfig(Checked):
     """The generator's RL: PPO (the paper's; a bandit environment: one prompt, one response, one reward,
     CleanRL-style, with TRL's PPO values as used by the ART authors' code) or GRPO (no value head, group-
-    normalised advantages; see hardcse/art/rl/algorithms.py)."""
+    normalised advantages; see hardcse/art/rl/ppo.py and grpo.py)."""
 
     RENAMED: ClassVar[dict[str, str]] = {"ppo_epochs": "epochs"}
     algorithm: str = "ppo"  # ppo | grpo
@@ -167,7 +167,7 @@ class RLConfig(Checked):
     @property
     def rows_per_prompt(self) -> int:
         """How many rollouts share one prompt: GRPO's group (G), PPO's one. The only difference between the two
-        that is not in their classes (hardcse/art/rl/algorithms.py): the step's prompts and minibatches follow it."""
+        that is not in their classes (hardcse/art/rl/ppo.py, grpo.py): the step's prompts and minibatches follow it."""
         return self.group_size if self.algorithm == "grpo" else 1
 
     @property

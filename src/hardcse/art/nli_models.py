@@ -46,7 +46,13 @@ def nli_stage(folder: RunFolder, name: str, training: NLITrainConfig) -> str:
     """The run's NLI model ``name`` trained into its folder (or copied, as the module doc says); returns the
     folder."""
     train = train_or_copy if folder.config.keep_discriminator else train_nli
-    folder.stage(name, name, lambda partial: train(training, partial), keep_partial=True, all_ranks=True)
+    folder.stage(
+        name,
+        name,
+        lambda partial: train(training, partial, tracking=folder.tracking),
+        keep_partial=True,
+        all_ranks=True,
+    )
     return str(folder.dir / name)
 
 

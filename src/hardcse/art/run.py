@@ -49,6 +49,8 @@ from hardcse.run_folder import RunFolder
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from hardcse.tracking.run import Tracking
+
 log = logging.getLogger(__name__)
 
 
@@ -180,6 +182,7 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
                 train_anchors=anchors.rl,
                 discriminator=run.discriminator,
                 engine=run.engine,
+                tracking=folder.tracking,
             ),
             all_ranks=True,
         )
@@ -225,7 +228,9 @@ def _run_round(run: _Run, r: int, anchors: RoundAnchors, encoder_source: str, ge
     encoder_dir = folder.stage(
         f"round_{r}.encoder",
         f"round_{r}/encoder",
-        lambda partial: _train_round_encoder(config, round_dir, partial, encoder_source, pooling, run.engine),
+        lambda partial: _train_round_encoder(
+            config, round_dir, partial, encoder_source, pooling, run.engine, folder.tracking
+        ),
         keep_partial=True,
         all_ranks=True,
     )
@@ -309,7 +314,13 @@ def _easy_to_hard(model: SentenceTransformer, data: list[Triplet], engine: Engin
 
 
 def _train_round_encoder(
-    config: ArtRunConfig, round_dir: Path, out: Path, source: str, pooling: str, engine: Engine
+    config: ArtRunConfig,
+    round_dir: Path,
+    out: Path,
+    source: str,
+    pooling: str,
+    engine: Engine,
+    tracking: Tracking,
 ) -> None:
     """Train the previous encoder on the round's triplets into ``out``; hand on the better of the two on STS-B
     dev, both scored by training's evaluator (the previous round's eval.json encodes the dev set among the whole
@@ -333,7 +344,9 @@ def _train_round_encoder(
             data = _easy_to_hard(model, data, engine)
             record["order"] = "easy_to_hard"
         evaluator = dev_evaluator(model.max_seq_length, engine)
-        outcome = train_simcse(model, data, "sup", config.encoder_training, out, evaluator=evaluator, in_order=in_order)
+        outcome = train_simcse(
+            model, data, "sup", config.encoder_training, out, evaluator=evaluator, in_order=in_order, tracking=tracking
+        )
         record.update(
             trained=True,
             best_dev=outcome.best_dev,

@@ -110,7 +110,7 @@ def tune_run(config: TuneConfig, out: str | Path, *, resume: bool = False, overw
         final = run.stage(
             "generator",
             "generator",
-            lambda partial: tune_generator(config, run.dir / "rl", partial, engine=engine),
+            lambda partial: tune_generator(config, run.dir / "rl", partial, engine=engine, tracking=run.tracking),
             all_ranks=True,
         )
         run_on_main(lambda: shutil.rmtree(run.dir / "rl", ignore_errors=True))  # its checkpoint is now generator/

@@ -100,7 +100,7 @@ def simcse_run(
                 config.encoder, config.pooling, head_seed=config.training.seed, device=config.training.device
             )
             evaluator = dev_evaluator(model.max_seq_length, engine)
-            train_simcse(model, data, config.mode, config, partial, evaluator=evaluator)
+            train_simcse(model, data, config.mode, config, partial, evaluator=evaluator, tracking=run.tracking)
 
         model_dir = run.stage("model", "model", train_model, keep_partial=True, all_ranks=True)
         if config.eval_tasks:

@@ -19,6 +19,7 @@ built on the same template with other content ("the man is holding a tuba" / "..
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -133,22 +134,23 @@ class EvalIndex:
         return Match(text, original, task, "near", best_similarity)
 
 
-_INDEXES: dict[tuple, EvalIndex] = {}
-
-
 def eval_index(config: DecontaminationConfig) -> EvalIndex:
-    """The evaluation sets' index for ``config`` (built once per process, setting and evaluation data: the key
-    holds a digest of the files it is built from)."""
+    """The evaluation sets' index for ``config``: built once per process for each setting and content of the
+    evaluation data (the key holds a digest of the files it is built from), the last few kept."""
     import hashlib
 
     from hardcse.fingerprint import files_digest
 
     digest = hashlib.sha256()
     files_digest(data_dir() / "sts", digest)
-    key = (config.ngram, config.threshold, tuple(config.tasks), digest.hexdigest())
-    if key not in _INDEXES:
-        _INDEXES[key] = EvalIndex(config)
-    return _INDEXES[key]
+    return _built_index(config.ngram, config.threshold, tuple(config.tasks), digest.hexdigest())
+
+
+@functools.lru_cache(maxsize=4)  # bounded: an index holds every evaluation sentence's n-grams (a few MB)
+def _built_index(ngram: int, threshold: float, tasks: tuple[str, ...], data_digest: str) -> EvalIndex:
+    """``data_digest`` keys the index by the files EvalIndex reads (the data folder's STS sets), which it reads
+    itself."""
+    return EvalIndex(DecontaminationConfig(ngram=ngram, threshold=threshold, tasks=list(tasks)))
 
 
 def triplet_texts(triplet: Sequence[str]) -> list[tuple[str, str]]:

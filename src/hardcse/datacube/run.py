@@ -49,7 +49,7 @@ def datacube_run(
         model_dir = run.stage(
             "model",
             "model",
-            lambda partial: train_from_plan(load_plan(plan_dir), partial, engine),
+            lambda partial: train_from_plan(load_plan(plan_dir), partial, engine, run.tracking),
             keep_partial=True,
             all_ranks=True,
         )

@@ -21,6 +21,7 @@ from hardcse.encoder.build import load_encoder
 from hardcse.encoder.contrastive import InBatchContrastiveLoss
 from hardcse.engines import Engine
 from hardcse.evaluation.sts import dev_evaluator
+from hardcse.tracking.run import Tracking
 from hardcse.training import TrainOutcome, run_training_job
 
 
@@ -31,10 +32,10 @@ def underfit_share(model: SentenceTransformer, plan: Plan, engine: Engine) -> fl
     return float((phi < plan.config.underfit_margin).mean())
 
 
-def train_from_plan(plan: Plan, out_dir: str | Path, engine: Engine) -> TrainOutcome:
+def train_from_plan(plan: Plan, out_dir: str | Path, engine: Engine, tracking: Tracking | None = None) -> TrainOutcome:
     """Train ``plan.config.encoder`` on the plan's batches in order; save the best checkpoint by STS-B dev to
     ``out_dir`` with ``training.json`` (dev scores, masked rows, underfitting shares before and after), encoding
-    in ``engine``."""
+    in ``engine``; ``tracking``: the run folder's trackers."""
     config = plan.config
     rows = plan.instances_in_order()
     dataset = Dataset.from_dict(
@@ -63,4 +64,5 @@ def train_from_plan(plan: Plan, out_dir: str | Path, engine: Engine) -> TrainOut
             "masked_rows": int(sum(len(b.mask) - sum(b.mask) for b in plan.batches)),
             "underfit_share_before": before,
         },
+        tracking=tracking,
     )

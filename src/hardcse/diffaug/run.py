@@ -46,12 +46,17 @@ def diffaug_run(config: DiffAugConfig, out: str | Path, *, resume: bool = False,
             if reused is not None:
                 run.stage("stage1", "stage1", lambda partial: shutil.copytree(reused, partial))
             else:
-                run.stage("stage1", "stage1", lambda partial: run_stage1(config, data(), partial), all_ranks=True)
+                run.stage(
+                    "stage1",
+                    "stage1",
+                    lambda partial: run_stage1(config, data(), partial, run.tracking),
+                    all_ranks=True,
+                )
         if 2 in config.stages or config.method == "simcse":
             model = run.stage(
                 "stage2",
                 "model",
-                lambda partial: run_stage2(config, data(), stage1, partial, engine),
+                lambda partial: run_stage2(config, data(), stage1, partial, engine, run.tracking),
                 keep_partial=True,
                 all_ranks=True,
             )

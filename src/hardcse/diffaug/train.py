@@ -37,6 +37,7 @@ from hardcse.errors import HardcseError
 from hardcse.evaluation.sts import STSEvaluator, dev_evaluator
 from hardcse.resources import resolve_model
 from hardcse.seeding import seeded_torch
+from hardcse.tracking.run import Tracking
 from hardcse.training import TrainingSettings, TrainOutcome, run_training_job
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def stage1_settings(config: DiffAugConfig) -> TrainingSettings:
     )
 
 
-def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
+def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path, tracking: Tracking | None = None) -> dict:
     """Prefix-tuning with the encoder frozen, into ``out_dir``: the encoder with its prefixes, the classifier,
     ``stage1.json``, ``diagnostics.jsonl`` + ``diagnostics.png`` and the config."""
     # the fresh prefixes and classifier: the same in every run (the Trainer seeds its training itself)
@@ -123,6 +124,7 @@ def run_stage1(config: DiffAugConfig, data: NLIData, out_dir: Path) -> dict:
         stage1_settings(config),
         out_dir,
         metric=None,
+        tracking=tracking,
         callbacks=[diagnostics],
         extra_arguments={
             "learning_rate_mapping": {
@@ -196,7 +198,14 @@ def choose_inference_prefix(config: DiffAugConfig, model: SentenceTransformer, e
     return {"inference_prefix": best, "inference_prefix_dev": scores}
 
 
-def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: Path, engine: Engine) -> TrainOutcome:
+def run_stage2(
+    config: DiffAugConfig,
+    data: NLIData,
+    stage1_dir: Path,
+    out_dir: Path,
+    engine: Engine,
+    tracking: Tracking | None = None,
+) -> TrainOutcome:
     """Joint tuning (or SimCSE); keeps the best checkpoint on STS-B dev (encoded in ``engine``) in ``out_dir`` with
     ``training.json``."""
     with seeded_torch(config.seed):  # the fresh parts of the model: the same in every run
@@ -224,6 +233,7 @@ def run_stage2(config: DiffAugConfig, data: NLIData, stage1_dir: Path, out_dir: 
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.setting == "sup" else BatchSamplers.BATCH_SAMPLER,
         before_save=lambda trained: choose_inference_prefix(config, trained, evaluator),
         record={"method": config.method, "setting": config.setting},
+        tracking=tracking,
     )
     if is_main():
         data.decontamination.write(out_dir)

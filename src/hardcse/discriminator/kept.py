@@ -40,6 +40,7 @@ from hardcse.distributed import run_on_main, world_size
 from hardcse.fingerprint import files_digest
 from hardcse.paths import cache_dir
 from hardcse.resources import resolve_model
+from hardcse.tracking.run import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +88,10 @@ def is_kept(folder: Path) -> bool:
     return (folder / TRAINING_RECORD).is_file()
 
 
-def train_or_copy(config: NLITrainConfig, out_dir: Path) -> Path:
+def train_or_copy(config: NLITrainConfig, out_dir: Path, tracking: Tracking | None = None) -> Path:
     """The discriminator of ``config`` in ``out_dir``: copied from the cache when these inputs trained one on this
-    machine before, else trained (every rank takes part) and then kept. Returns its cache entry."""
+    machine before, else trained (every rank takes part, reporting to ``tracking``) and then kept. Returns its cache
+    entry."""
     data = nli_training_pairs(config)
     entry, described = _kept_entry(config, data)
     # rank 0 decides for every rank (the ranks train together or not at all), and leases the entry it copies (a
@@ -98,7 +100,7 @@ def train_or_copy(config: NLITrainConfig, out_dir: Path) -> Path:
         log.info("discriminator: the same inputs trained one on this machine before; copied from %s", entry)
         run_on_main(lambda: _copy_kept(entry, out_dir))
         return entry
-    train_nli(config, out_dir, data)
+    train_nli(config, out_dir, data, tracking)
     record = json.loads((Path(out_dir) / TRAINING_RECORD).read_text(encoding="utf-8"))
     if record.get("resumed_from"):  # only a training from nothing is kept: it is what the key promises
         log.info("discriminator: resumed from a checkpoint of a killed run, so not kept in %s", entry)

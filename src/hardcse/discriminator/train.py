@@ -24,6 +24,7 @@ from hardcse.paths import data_dir
 from hardcse.resources import resolve_model
 from hardcse.seeding import seeded_torch
 from hardcse.tracking.config import Tracked
+from hardcse.tracking.run import Tracking
 from hardcse.training import MOVED_TO_TRAINING, TrainingSettings, run_training_job
 
 log = logging.getLogger(__name__)
@@ -94,10 +95,13 @@ def nli_training_pairs(config: NLITrainConfig) -> tuple[NLIPairs, NLIPairs]:
 
 
 def train_nli(
-    config: NLITrainConfig, out_dir: str | Path, data: tuple[NLIPairs, NLIPairs] | None = None
+    config: NLITrainConfig,
+    out_dir: str | Path,
+    data: tuple[NLIPairs, NLIPairs] | None = None,
+    tracking: Tracking | None = None,
 ) -> NLIDiscriminator:
     """Train the discriminator on ``config.train_files``, select on ``config.dev_files`` (``data``: those pairs,
-    already read), save to ``out_dir``."""
+    already read), save to ``out_dir``; ``tracking``: the run folder's trackers."""
     settings = config.training
     train, dev = data or nli_training_pairs(config)
     if config.max_examples is not None and config.max_examples < len(train):
@@ -123,6 +127,7 @@ def train_nli(
         evaluator=DevAccuracy(dev),
         metric=DEV_ACCURACY,
         batch_sampler=LengthGroupedBatchSampler if config.length_grouped else "batch_sampler",
+        tracking=tracking,
     )
     return NLIDiscriminator(model)
 
@@ -143,7 +148,11 @@ def nli_run(
     data = None if trained else nli_training_pairs(config)  # read whole now: a bad file fails before the model
     with folder as run:
         model_dir = run.stage(
-            "model", "model", lambda partial: train_nli(config, partial, data), keep_partial=True, all_ranks=True
+            "model",
+            "model",
+            lambda partial: train_nli(config, partial, data, run.tracking),
+            keep_partial=True,
+            all_ranks=True,
         )
         results = None
         if evaluate:

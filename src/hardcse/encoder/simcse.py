@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
 
+    from hardcse.tracking.run import Tracking
+
 Mode = Literal["sup", "unsup"]
 
 
@@ -102,11 +104,12 @@ def train_simcse(
     *,
     evaluator: object,
     in_order: bool = False,
+    tracking: Tracking | None = None,
 ) -> TrainOutcome:
     """Train ``model`` with SimCSE on ``data`` (triplets for ``sup``, sentences for ``unsup``); the best checkpoint
     by ``evaluator`` (STS-B dev: :func:`hardcse.evaluation.sts.dev_evaluator` at the model's own length) is saved
     to ``out_dir`` (see :func:`hardcse.training.run_training_job`). ``in_order``: batches follow ``data``'s order (a
-    curriculum) instead of a shuffle."""
+    curriculum) instead of a shuffle. ``tracking``: the run folder's trackers."""
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     from hardcse.batching import ordered_batches
@@ -130,4 +133,5 @@ def train_simcse(
         if mode == "sup"
         else BatchSamplers.BATCH_SAMPLER,
         record={"mode": mode, "order": "given" if in_order else "shuffled"},
+        tracking=tracking,
     )

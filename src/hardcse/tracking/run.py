@@ -12,8 +12,12 @@ What goes there: each training job (its loss, learning rate and in-run dev score
 after the job's folder in the run (JOB, e.g. ``round_1/encoder``): a TensorBoard run ``OUT/tensorboard/JOB``, a
 nested MLflow run, a W&B or Trackio run in the group named after the run folder; hardcse's own metrics (every RL
 step's reward, its parts, KL, lengths in the RL job's run; each finished stage's numbers, e.g. a round's STS
-scores) through :func:`active`; the RL completions as a table; the run folder's plots as images when it finishes.
-A tracker that fails mid-run is logged once and dropped: a dashboard never costs a run.
+scores); the RL completions as a table; the run folder's plots as images when it finishes. A tracker that fails
+mid-run is logged once and dropped: a dashboard never costs a run.
+
+The trackers are a value, never process-wide state: :func:`tracking` opens a :class:`Tracking`, the run folder keeps
+it (``RunFolder.tracking``) and hands it to each job that reports (a training job, the RL log, a finished stage). A
+job given none reports nowhere.
 """
 
 from __future__ import annotations
@@ -122,19 +126,10 @@ class Tracking:
         self._each("close", lambda b: b.close(status))
 
 
-_ACTIVE = Tracking()
-
-
-def active() -> Tracking:
-    """The trackers of the run folder this process is running (none outside one, and on ranks other than 0)."""
-    return _ACTIVE
-
-
 @contextmanager
 def tracking(run_dir: Path, report_to: list[str], params: dict) -> Iterator[Tracking]:
-    """Open ``report_to``'s trackers for ``run_dir`` (continuing the runs ``tracking.json`` names) as the active
-    ones; close them at the end. A tracker that cannot start is a warning, not an error."""
-    global _ACTIVE
+    """Open ``report_to``'s trackers for ``run_dir`` (continuing the runs ``tracking.json`` names); close them at
+    the end. A tracker that cannot start is a warning, not an error."""
     state_path = run_dir / STATE
     state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.is_file() else {}
     opened = Tracking(run_dir)
@@ -147,7 +142,6 @@ def tracking(run_dir: Path, report_to: list[str], params: dict) -> Iterator[Trac
     for backend in opened.backends:  # a run a backend opens later (a job's) is saved at once too
         backend.save_state = opened.save_state
     opened.save_state()
-    _ACTIVE = opened
     status = "FAILED"
     try:
         yield opened
@@ -155,7 +149,6 @@ def tracking(run_dir: Path, report_to: list[str], params: dict) -> Iterator[Trac
         status = "FINISHED"
     finally:
         opened.close(status)
-        _ACTIVE = Tracking()
         opened.save_state()
 
 

@@ -2,8 +2,9 @@
 
 :meth:`RLTrainer.step`: sample one response per row -> score it -> log pi_ref, then log pi_old (and V_old) ->
 advantages -> K epochs of minibatch losses, each followed by ``optimizer.step()``. The maths, and all that differs
-between PPO and GRPO, is in :mod:`hardcse.art.rl.algorithms`: a value head or none, the advantages, the losses and
-the numbers logged after the update. The caller lays out the rows (hardcse/art/rl/tuning.py ``step_prompts``: GRPO
+between PPO and GRPO, is in :mod:`hardcse.art.rl.ppo` and :mod:`hardcse.art.rl.grpo` (the
+:class:`~hardcse.art.rl.algorithm.Algorithm` each is): a value head or none, the advantages, the losses and the
+numbers logged after the update. The caller lays out the rows (hardcse/art/rl/tuning.py ``step_prompts``: GRPO
 writes each prompt G times, group after group, ``RLConfig.rows_per_prompt``); the minibatches keep a group's rows
 together.
 
@@ -36,9 +37,7 @@ import math
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -49,7 +48,9 @@ from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import save_generator
 from hardcse.art.generator.prefix import PrefixCaches, continue_rows, whole_rows
 from hardcse.art.generator.sampling import Samples, decoder_and_head
-from hardcse.art.rl.algorithms import ALGORITHMS
+from hardcse.art.rl.algorithm import Algorithm, PolicyOutputs, Rollout
+from hardcse.art.rl.grpo import GRPO
+from hardcse.art.rl.ppo import PPO
 from hardcse.art.rl.rollouts import Sampler, rollout_sampler
 from hardcse.distributed import all_ranks_true, average_gradients, world_size
 
@@ -60,27 +61,7 @@ log = logging.getLogger(__name__)
 RewardFn = Callable[[list[str], list[bool]], tuple[np.ndarray, dict]]
 
 STATE_FILE = "rl_state"  # a checkpoint's rl_state.pt (optimizer, the algorithm's tensors) and rl_state.json
-
-
-@dataclass
-class Rollout:
-    """One step's samples and what the update reads of them, (B,) or (B, T) over the response tokens."""
-
-    samples: Samples
-    scores: torch.Tensor  # the reward of each response
-    old_logprobs: torch.Tensor  # log pi_old, by the update's own forward
-    old_values: torch.Tensor | None  # V_old; None without a value head
-    ref_logprobs: torch.Tensor  # log pi_ref (adapter disabled)
-    advantages: torch.Tensor | None = None
-    extra: dict[str, torch.Tensor] = field(default_factory=dict)  # the algorithm's own (PPO: returns, KL_t)
-
-
-class PolicyOutputs(NamedTuple):
-    """What an update differentiates, (B, T) over the response tokens."""
-
-    logprobs: torch.Tensor  # log pi under the sampling temperature
-    entropy: torch.Tensor
-    values: torch.Tensor | None  # V (PPO's value head); None without one
+ALGORITHMS: dict[str, type[Algorithm]] = {"ppo": PPO, "grpo": GRPO}  # by the config key rl.algorithm
 
 
 class RLTrainer:

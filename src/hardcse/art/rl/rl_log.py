@@ -21,7 +21,7 @@ from hardcse.art.log_keys import DUAL_KEYS, DUAL_PARTS  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl, read_jsonl_log  # noqa: E402
 from hardcse.distributed import is_main  # noqa: E402
-from hardcse.tracking.run import active  # noqa: E402
+from hardcse.tracking.run import Tracking  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +33,9 @@ RL_CURVES_PNG = "rl_curves.png"
 class RLLog:
     """The RL log of the tuning in ``work_dir``, and the run's trackers (if it reports to any) under its job name."""
 
-    def __init__(self, work_dir: Path) -> None:
+    def __init__(self, work_dir: Path, tracking: Tracking) -> None:
         self.dir = work_dir
-        self.tracking = active()
+        self.tracking = tracking
         self.job = self.tracking.job(work_dir)
 
     def restart(self, resumed_at: int | None) -> None:

@@ -35,6 +35,7 @@ from hardcse.engines import Engine
 from hardcse.errors import HardcseError
 from hardcse.progress import progress_bar
 from hardcse.seeding import seeded_torch
+from hardcse.tracking.run import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +56,18 @@ def tune_generator(
     train_anchors: list[str] | None = None,
     discriminator: NLIDiscriminator | None = None,
     engine: Engine | None = None,
+    tracking: Tracking | None = None,
 ) -> Path:
     """Run ``config.rl.steps`` RL steps in ``work_dir`` (continuing from its checkpoint, if any); writes the
     tuned generator to ``final_dir`` and returns it. Step ``t`` reads the ``t``-th slice of ``train_anchors``
     (default: the training part of the anchor split). ``discriminator`` saves loading ``config.discriminator``;
-    ``engine``: the command's, where the reward's cosines run (default: ``config.engine`` resolved)."""
+    ``engine``: the command's, where the reward's cosines run (default: ``config.engine`` resolved); ``tracking``:
+    the run folder's trackers, which get every step's numbers."""
     work, final = Path(work_dir), Path(final_dir)
     checkpoint = work / "checkpoint"
     work.mkdir(parents=True, exist_ok=True)
     train_anchors = split_anchors(config.anchors).train if train_anchors is None else train_anchors
-    rl_log = RLLog(work)
+    rl_log = RLLog(work, tracking or Tracking())
 
     # where it starts: a kept tuned generator (no RL), a checkpoint (a killed run's or a kept shorter tuning's), or
     # the generator itself
