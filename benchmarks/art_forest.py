@@ -18,6 +18,7 @@ from scipy import stats
 from art_rounds import ASSAY, RESULTS, record_dir
 from hardcse.data.sts import DEV_TASK
 from hardcse.evaluation.compare import Comparison
+from hardcse.figures import save_png
 from hardcse.stats import Interval, clustered_half_width, detectable_difference
 from lib.art_answers import ABLATION_SEEDS, DECLARED_ABLATION_POWER, DECLARED_SEEDS
 from lib.art_evidence_tables import BASELINE, BOTH, MAIN, MINED, PRIMARY, assay_groups, common_runs, evidence_comparison
@@ -134,8 +135,7 @@ def draw(rows: list[dict], png: Path) -> None:
     ax.set_xlabel("difference in avg7 of the assayed encoders (Spearman x 100)")
     ax.set_title("95% intervals, blue where they exclude 0; thin: corrected for 3 comparisons", fontsize=9)
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_png(fig, png, dpi=120)
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from hardcse.art.reward.dual import Reward  # noqa: E402
 from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 from lib.record import RESULTS, write_record  # noqa: E402
 from lib.record_files import exists, read_text  # noqa: E402
 
@@ -119,7 +120,7 @@ def main() -> None:
     axes[0, 0].legend(fontsize=8)
     axes[1, 0].legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(RESULTS / "reward_bins.png", dpi=110)
+    save_png(figure, RESULTS / "reward_bins.png", dpi=110)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ real training set? Each side writes for the training corpus' anchors (in order, 
 - ``warm_long_strong``: warm_long's generator, but its filter's discriminator is the strong one
   (``discriminator_whole``: the discriminator's share trained with configs/nli-judge.yaml's recipe, still apart from
   the judge's pairs) under the threshold rule: P(entailment) at least ``--strong-entailment`` (default 0.9),
-  P(contradiction) at least ``--strong-contradiction`` (default 0.5), best of k.
+  P(contradiction) at least ``--strong-contradiction`` (default 0.5), best of k;
+- ``warm_long_strong_argmax``: the same strong discriminator under the paper's argmax rule: which of the two changes
+  (the discriminator, the rule) moves warm_long_strong.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -38,9 +40,10 @@ anchors), so a call with other settings never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
 anchors, false negatives, the shortcut rates of the assayed rows and how much of its anchor a kept negative keeps
 (anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm;
-warm_long - warm; warm_long_strong - warm_long); the assay's paired differences (bootstrap over test pairs and
-training seeds) of each generated side against mined, art - warm, warm_edit - warm, warm_long - warm and
-warm_long_strong - warm_long. With warm_long_strong, the strong discriminator's NLI accuracy beside the others'.
+warm_long - warm; each strong side - warm_long; warm_long_strong - warm_long_strong_argmax); the assay's paired
+differences (bootstrap over test pairs and training seeds) of the pairs in PAIRS that the call made (each generated
+side against mined, art - warm, ...). With a strong side, the NLI models' accuracy, the strong one beside the
+others.
 
 Run it alone on the cores. Writes benchmarks/results/NAME.md and NAME.json (command, date, CPU flags).
 """
@@ -72,7 +75,7 @@ from warm_start import (
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong")
+SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong", "warm_long_strong_argmax")
 PAIRS = (  # B - A
     ("mined", "art"),
     ("mined", "warm"),
@@ -83,6 +86,8 @@ PAIRS = (  # B - A
     ("warm", "warm_long"),
     ("mined", "warm_long_strong"),
     ("warm_long", "warm_long_strong"),
+    ("warm_long", "warm_long_strong_argmax"),
+    ("warm_long_strong_argmax", "warm_long_strong"),
 )
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
@@ -169,12 +174,13 @@ def main() -> None:
             "positive_min_cover": args.edit_positive_cover,
         }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
-    if {"warm_long", "warm_long_strong"} & set(args.sides):  # the same warm start, read further
+    strong_sides = {"warm_long_strong", "warm_long_strong_argmax"}
+    if {"warm_long", *strong_sides} & set(args.sides):  # the same warm start, read further
         long_name = f"{base}_{args.long_steps}_{args.warm_dtype}"
         long_dir = warm_generator(config, no_demonstration, args.long_steps, work, long_name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
     strong_dir = strong_reward = None
-    if "warm_long_strong" in args.sides:  # the reward's terms as the others', the strong discriminator's probabilities
+    if strong_sides & set(args.sides):  # the reward's terms as the others', the strong discriminator's probabilities
         from hardcse.art.reward.dual import Reward
         from hardcse.discriminator.nli import load_discriminator
 
@@ -219,7 +225,7 @@ def main() -> None:
     strong_filter = dataclasses.replace(
         best_of, rule="threshold", min_entailment=args.strong_entailment, min_contradiction=args.strong_contradiction
     )
-    long_source = str(long_dir) if {"warm_long", "warm_long_strong"} & set(args.sides) else None
+    long_source = str(long_dir) if {"warm_long", *strong_sides} & set(args.sides) else None
     sides = {  # side: (generator, its prompts, the filter, its reward, mining or not)
         "mined": (config.generator.model, raw_prompts, config.filter, reward, True),
         "warm": (str(warm_dir), no_demonstration, best_of, reward, False),
@@ -227,6 +233,7 @@ def main() -> None:
         "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, reward, False),
         "warm_long": (long_source, no_demonstration, best_of, reward, False),
         "warm_long_strong": (long_source, no_demonstration, strong_filter, strong_reward, False),
+        "warm_long_strong_argmax": (long_source, no_demonstration, best_of, strong_reward, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
@@ -384,6 +391,11 @@ def page(p: dict) -> list[str]:
             f"share trained with the judge's recipe) under the threshold rule, P(entailment) >= "
             f"{f['min_entailment']:g} and P(contradiction) >= {f['min_contradiction']:g}"
             if (f := p.get("strong_filter"))
+            else ""
+        )
+        + (
+            ". warm_long_strong_argmax: the same discriminator under the paper's argmax rule"
+            if "warm_long_strong_argmax" in p["sides"]
             else ""
         )
         + f". Generated sides: best of {p['candidates']}"

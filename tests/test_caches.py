@@ -538,7 +538,8 @@ def test_a_discriminator_resumed_from_a_killed_runs_checkpoint_is_not_kept(tmp_p
     monkeypatch.setenv("HARDCSE_CACHE", str(tmp_path / "cache"))
     config = load_config(NLITrainConfig, overrides=["max_examples=8"])
 
-    def resumed_training(config: NLITrainConfig, out, data, tracking=None) -> None:  # what train_nli leaves after a resume
+    # what train_nli leaves after a resume
+    def resumed_training(config: NLITrainConfig, out, data, tracking=None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "training.json").write_text(json.dumps({"steps": 4, "resumed_from": "checkpoint-2"}))
 

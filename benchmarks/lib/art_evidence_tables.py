@@ -193,14 +193,15 @@ def evidence_lines(folders: list[Path], comparison: Comparison, png: Path) -> li
     and - cpu-full's, ART's also - the mined-negative baseline's) and one plot of both."""
     import matplotlib
 
+    from hardcse.figures import save_png
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
     lines = [*heldout_evidence(folders, left), *final_evidence(comparison, right)]
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_png(fig, png, dpi=120)
     return [*lines, f"![evidence]({png.parent.name}/{png.name})", ""]
 
 

@@ -40,6 +40,7 @@ from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.encoder.encode import encode, pair_cosines  # noqa: E402
 from hardcse.engines import Engine  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 
 
 @dataclass
@@ -240,5 +241,4 @@ def plot_similarity(plan: Plan, path: Path) -> None:
     ax.set_title(f"task similarity in tour order (tour sum {plan.anneal['tour_similarity']:.3f})", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(fig, path, dpi=100)

@@ -31,6 +31,7 @@ from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl_log  # noqa:
 from hardcse.diffaug.objectives import embed  # noqa: E402
 from hardcse.diffaug.prefix import PrefixedTransformer, prefixed  # noqa: E402
 from hardcse.distributed import barrier, is_main  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 
 log = logging.getLogger(__name__)
 SELECTIONS = ("last", "delta_peak", "kappa_converged")
@@ -239,6 +240,4 @@ def plot_diagnostics(rows: list[dict], png_path: Path, selected_step: int | None
         ax.set_xlabel("stage-1 step")
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=120)
-    plt.close(fig)
-    return png_path
+    return save_png(fig, png_path, dpi=120)

@@ -165,6 +165,8 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     """One panel per column (avg7 and STS-B dev first): each difference as a point with its 95% interval."""
     import matplotlib
 
+    from hardcse.figures import save_png
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -192,9 +194,7 @@ def plot_comparison(c: Comparison, path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=120)
 
 
 def write_comparison(

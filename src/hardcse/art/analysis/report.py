@@ -21,6 +21,7 @@ from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import read_json_mapping  # noqa: E402
 from hardcse.data.sts import DEV_TASK, SEVEN_TASKS  # noqa: E402
 from hardcse.errors import HardcseError  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 from hardcse.folder_checks import check_written_by, round_dirs, saved_config_values  # noqa: E402
 
 
@@ -186,9 +187,7 @@ def plot_run(run_dir: Path, rounds: list[Path]) -> list[Path]:
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=100)
 
 
 def _nli_model(run_dir: Path, config: dict, role: str) -> str:

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 from hardcse.art.log_keys import DUAL_KEYS  # noqa: E402
 from hardcse.art.rl.rl_log import RL_LOG, term_names  # noqa: E402
 from hardcse.data.jsonl import read_jsonl  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 
 WINDOW = 5  # steps averaged at each end of a round's curve (at most half the steps)
 
@@ -125,9 +126,7 @@ def plot_reward_per_round(rounds: list[Path], path: Path) -> Path | None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=100)
 
 
 def _smoothed(steps: list[int], values: np.ndarray) -> tuple[list[int], np.ndarray]:

@@ -21,6 +21,7 @@ from hardcse.art.log_keys import DUAL_KEYS, DUAL_PARTS  # noqa: E402
 from hardcse.atomic import write_text_atomic  # noqa: E402
 from hardcse.data.jsonl import append_jsonl, jsonl_text, read_jsonl, read_jsonl_log  # noqa: E402
 from hardcse.distributed import is_main  # noqa: E402
+from hardcse.figures import save_png  # noqa: E402
 from hardcse.tracking.run import Tracking  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,4 @@ def plot_rl_log(log_path: str | Path, png_path: str | Path) -> Path:
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(png_path, dpi=100)
-    plt.close(fig)
-    return Path(png_path)
+    return save_png(fig, png_path, dpi=100)
