@@ -19,7 +19,10 @@ real training set? Each side writes for the training corpus' anchors (in order, 
   the judge's pairs) under the threshold rule: P(entailment) at least ``--strong-entailment`` (default 0.9),
   P(contradiction) at least ``--strong-contradiction`` (default 0.5), best of k;
 - ``warm_long_strong_argmax``: the same strong discriminator under the paper's argmax rule: which of the two changes
-  (the discriminator, the rule) moves warm_long_strong.
+  (the discriminator, the rule) moves warm_long_strong;
+- ``art_strong``: warm_long's generator tuned by ART's RL (cpu-full's PPO, the KL's reference warm_long) against the
+  dual reward of the strong discriminator, filtered as warm_long_strong: RL's own effect on the stronger path
+  (art_strong - warm_long_strong).
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -75,7 +78,7 @@ from warm_start import (
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong", "warm_long_strong_argmax")
+SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong", "warm_long_strong_argmax", "art_strong")
 PAIRS = (  # B - A
     ("mined", "art"),
     ("mined", "warm"),
@@ -88,6 +91,8 @@ PAIRS = (  # B - A
     ("warm_long", "warm_long_strong"),
     ("warm_long", "warm_long_strong_argmax"),
     ("warm_long_strong_argmax", "warm_long_strong"),
+    ("mined", "art_strong"),
+    ("warm_long_strong", "art_strong"),
 )
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
@@ -174,12 +179,12 @@ def main() -> None:
             "positive_min_cover": args.edit_positive_cover,
         }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
-    strong_sides = {"warm_long_strong", "warm_long_strong_argmax"}
+    strong_sides = {"warm_long_strong", "warm_long_strong_argmax", "art_strong"}
     if {"warm_long", *strong_sides} & set(args.sides):  # the same warm start, read further
         long_name = f"{base}_{args.long_steps}_{args.warm_dtype}"
         long_dir = warm_generator(config, no_demonstration, args.long_steps, work, long_name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
-    strong_dir = strong_reward = None
+    strong_dir = strong_reward = strong = None
     if strong_sides & set(args.sides):  # the reward's terms as the others', the strong discriminator's probabilities
         from hardcse.art.reward.dual import Reward
         from hardcse.discriminator.nli import load_discriminator
@@ -191,34 +196,40 @@ def main() -> None:
     rl_steps = args.rl_steps or config.rl.steps
     rl_minutes = {}  # per tuned side; absent: tuned by an earlier call (its time is in that call's log)
 
-    def tuned(reward) -> Path:
+    def tuned(side: str, start_dir: Path, nli_dir: Path, nli, reward_config) -> Path:
+        """``start_dir``'s generator tuned by cpu-full's RL against the dual reward of the NLI model ``nli`` (kept in
+        ``nli_dir``), the KL's reference the start, in a folder named by them."""
         suffix = "_penalised" if args.penalties else ""
-        tuned_dir = work / f"{name}_rl_seed{args.rl_seed}_{rl_steps}_steps{suffix}" / "generator"
+        by = "" if nli_dir == discriminator_dir else f"_{nli_dir.name}"  # the reward's own discriminator: unnamed
+        tuned_dir = work / f"{start_dir.name}_rl_seed{args.rl_seed}_{rl_steps}_steps{suffix}{by}" / "generator"
         if not (tuned_dir / "rl_log.jsonl").is_file():
             rl_config = dataclasses.replace(
                 config,
-                discriminator=str(discriminator_dir),
+                discriminator=str(nli_dir),
                 generator=dataclasses.replace(
                     config.generator,
-                    model=str(warm_dir),
+                    model=str(start_dir),
                     few_shot=[],
                     seed=args.rl_seed,
                     lora_target_modules=ALL_PROJECTIONS,
                 ),  # fmt: skip
-                rl=dataclasses.replace(config.rl, seed=args.rl_seed, reference=str(warm_dir), steps=rl_steps),
-                reward=reward,
+                rl=dataclasses.replace(config.rl, seed=args.rl_seed, reference=str(start_dir), steps=rl_steps),
+                reward=reward_config,
                 reuse=False,
             )
             start = time.perf_counter()
-            tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=discriminator, engine=engine)
-            rl_minutes["art"] = round((time.perf_counter() - start) / 60, 2)
+            tune_generator(rl_config, tuned_dir.parent / "rl", tuned_dir, discriminator=nli, engine=engine)
+            rl_minutes[side] = round((time.perf_counter() - start) / 60, 2)
         return tuned_dir
 
     rl_reward = config.reward
     if args.penalties:
         terms = [*config.reward.terms, *(RewardTermConfig(**t) for t in SHORTCUT_PENALTIES)]
         rl_reward = dataclasses.replace(config.reward, terms=terms)
-    art_dir = tuned(rl_reward) if "art" in args.sides else None
+    art_dir = tuned("art", warm_dir, discriminator_dir, discriminator, rl_reward) if "art" in args.sides else None
+    art_strong_dir = (
+        tuned("art_strong", long_dir, strong_dir, strong, rl_reward) if "art_strong" in args.sides else None
+    )
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
     raw_prompts = synthesis_settings(config, args.rl_seed)
@@ -234,6 +245,7 @@ def main() -> None:
         "warm_long": (long_source, no_demonstration, best_of, reward, False),
         "warm_long_strong": (long_source, no_demonstration, strong_filter, strong_reward, False),
         "warm_long_strong_argmax": (long_source, no_demonstration, best_of, strong_reward, False),
+        "art_strong": (str(art_strong_dir), no_demonstration, strong_filter, strong_reward, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
@@ -396,6 +408,14 @@ def page(p: dict) -> list[str]:
         + (
             ". warm_long_strong_argmax: the same discriminator under the paper's argmax rule"
             if "warm_long_strong_argmax" in p["sides"]
+            else ""
+        )
+        + (
+            f". art_strong: warm_long's generator tuned by cpu-full's PPO ({p['rl_steps']} steps, RL seed "
+            f"{p['rl_seed']}, the KL's reference warm_long) against the strong discriminator's dual reward"
+            + (f" with the reward terms {penalties(p)}" if p.get("reward_penalties") else "")
+            + ", filtered as warm_long_strong"
+            if "art_strong" in p["sides"]
             else ""
         )
         + f". Generated sides: best of {p['candidates']}"
