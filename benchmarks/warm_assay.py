@@ -38,8 +38,9 @@ best of k keeps another candidate instead); the mined side keeps the shipped bas
 ``--work``: benchmarks/warm_start.py's work folder (its discriminator, judge and warm starts; made there first if
 missing). ``--clean``: the warm start without the pairs that teach a shortcut (warm_start.py's warm_clean sides).
 Each chunk is a synthesis folder of its own, so an interrupted call goes on from the last finished chunk; a side's
-chunks lie in a folder named by a hash of what decides them (generator folder, prompts, filter, mining, chunk size,
-anchors), so a call with other settings never reads another's chunks. Measures
+chunks lie in a folder named by a hash of what decides them (the generator's files, prompts, filter, the weights of
+the discriminator that filters, the reward's settings and encoder, mining, chunk size, anchors, engine), so a call
+with other settings or retrained models never reads another's chunks. Measures
 per side: kept fraction and kept triplets a minute of synthesis, the judge's synthetic accuracy over the side's
 anchors, false negatives, the shortcut rates of the assayed rows and how much of its anchor a kept negative keeps
 (anchor_cover); the judge's measures paired over shared anchors (art - warm: RL's own effect; warm_edit - warm;
@@ -63,6 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
+from art_rounds import model_digest
 from lib.record import signed_interval, write_record
 from warm_start import (
     ALL_PROJECTIONS,
@@ -254,9 +256,13 @@ def main() -> None:
     results, data, per_side, anchors_of = {}, {}, {}, {}
     for side, (source, prompts, filter_config, side_reward, mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
-        # the strong discriminator's folder joins the key of the side it filters (the others' keys as they were)
-        discriminator_part = [str(strong_dir)] if side_reward is strong_reward else []
-        key = chunk_key(source, prompts, filter_config, mined, args.chunk, anchors, *discriminator_part)
+        # what decides the side's chunks: its generator (a folder by its files), prompts, filter, the weights of the
+        # discriminator that filters it, the reward's settings and encoder (best of k keeps the highest r2), mining,
+        # chunk size, anchors and engine; a model trained again in its folder gives another key
+        side_nli = strong_dir if side_reward is strong_reward else discriminator_dir
+        generator = model_digest(source) or source
+        settings = (prompts, filter_config, mined, args.chunk, anchors, config.reward, config.encoder, config.mining)
+        key = chunk_key(source, generator, *settings, model_digest(str(side_nli)), engine)
         for i, block in enumerate(chunks(anchors, args.chunk)):
             if len(triplets) >= args.rows:
                 break
@@ -343,7 +349,9 @@ def main() -> None:
                     "min_contradiction": args.strong_contradiction,
                 },
                 "nli": {  # each model's accuracy kept beside its folder, measured once
-                    name: nli_accuracy(model, folder.with_name(folder.name + "_eval.json"))
+                    name: nli_accuracy(
+                        model, folder.with_name(f"{folder.name}_eval_{model_digest(str(folder))[:12]}.json")
+                    )
                     for name, model, folder in (
                         ("discriminator", discriminator, discriminator_dir),
                         ("judge", judge, judge_dir),
