@@ -118,7 +118,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000, help="triplets each side trains on")
     parser.add_argument("--chunk", type=int, default=500, help="anchors a synthesis folder writes for")
     parser.add_argument("--max-anchors", type=int, default=8000, help="at most this many corpus anchors a side")
-    parser.add_argument("--rl-seed", type=int, default=1, help="the RL seed (and sampling seed) of the art side")
+    parser.add_argument("--rl-seed", type=int, default=1, help="the RL seed of the tuned sides")
+    parser.add_argument(
+        "--sample-seed",
+        type=int,
+        help="synthesis' sampling seed (default: the RL seed); fixed, the untuned sides' "
+        "chunks serve calls of several RL seeds",
+    )
     parser.add_argument("--train-seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="the assay's seeds")
     parser.add_argument("--steps", type=int, default=150, help="the warm start's steps")
     parser.add_argument("--rl-steps", type=int, help="RL steps (default: cpu-full's); fewer for a smoke run only")
@@ -143,6 +149,7 @@ def main() -> None:
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES[:3]), help="the sides to make")
     parser.add_argument("--name", default="warm_assay", help="the record's name in benchmarks/results")
     args = parser.parse_args()
+    sample_seed = args.rl_seed if args.sample_seed is None else args.sample_seed
 
     from hardcse.art.analysis.judge import triplet_shortcuts
     from hardcse.art.config import ArtRunConfig
@@ -168,7 +175,7 @@ def main() -> None:
     engine = Engine.resolve(config.engine)
     discriminator_dir = nli_model("discriminator", work / "discriminator")
     judge_dir = nli_model("judge", work / "judge", whole_share=True)
-    no_demonstration = dataclasses.replace(synthesis_settings(config, args.rl_seed), few_shot=[])
+    no_demonstration = dataclasses.replace(synthesis_settings(config, sample_seed), few_shot=[])
     base, settings = ("warm_start_clean", {"drop_shortcuts": True}) if args.clean else ("warm_start", {})
     # the folder named by what trains it beyond the cache's own key (steps, dtype), so a call with others trains anew
     name = f"{base}_{args.steps}_{args.warm_dtype}"
@@ -234,7 +241,7 @@ def main() -> None:
     )
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
-    raw_prompts = synthesis_settings(config, args.rl_seed)
+    raw_prompts = synthesis_settings(config, sample_seed)
     strong_filter = dataclasses.replace(
         best_of, rule="threshold", min_entailment=args.strong_entailment, min_contradiction=args.strong_contradiction
     )
@@ -331,6 +338,7 @@ def main() -> None:
         "rows_asked": args.rows,
         "train_seeds": args.train_seeds,
         "rl_seed": args.rl_seed,
+        "sample_seed": sample_seed,
         "rl_minutes": rl_minutes,
         "rl_steps": rl_steps,
         "reward_penalties": list(SHORTCUT_PENALTIES) if args.penalties else [],
@@ -427,6 +435,7 @@ def page(p: dict) -> list[str]:
             else ""
         )
         + f". Generated sides: best of {p['candidates']}"
+        + (f", sampling seed {p['sample_seed']}" if p.get("sample_seed", p["rl_seed"]) != p["rl_seed"] else "")
         + (", their filter rejecting deletion positives and added negations" if p.get("reject_shortcuts") else "")
         + ". "
         "Each side wrote for the "
