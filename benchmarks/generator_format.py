@@ -37,7 +37,7 @@ from hardcse.art.synthesis.anchors import split_anchors
 from hardcse.config import load_config
 from hardcse.engines import Engine
 from hardcse.stats import bootstrap_mean, paired_bootstrap
-from lib.record import write_record
+from lib.record import interval_cell, write_record
 
 DEMO_A = {  # cpu-full's demonstration before this benchmark
     "anchor": "The committee approved the new budget after a long debate.",
@@ -129,9 +129,6 @@ def summary(measured: dict, reference: dict | None) -> dict:
 def markdown(record: dict) -> list[str]:
     """The page's lines under the record's header."""
 
-    def cell(i: dict) -> str:
-        return f"{i['estimate']:.3f} [{i['low']:.3f}, {i['high']:.3f}]"
-
     lines = [
         f"Config `{record['config']}`, {record['anchors']} dev anchors (the last of the training split, never "
         "held-out ones), a positive and a negative each, seeded per row; the paper's parser unchanged. Parse rates: "
@@ -156,7 +153,7 @@ def markdown(record: dict) -> list[str]:
                 for kind in KINDS:
                     change = s[kind].get("change_vs_paper")
                     mark = " *" if change and (change["low"] > 0 or change["high"] < 0) else ""
-                    cells += [cell(s[kind]["parse_rate"]), cell(change) + mark if change else "-"]
+                    cells += [interval_cell(s[kind]["parse_rate"]), interval_cell(change) + mark if change else "-"]
                 cells.append(f"{s['tokens_per_row']:.1f}")
                 for kind in KINDS:
                     reasons = s[kind]["reasons"]

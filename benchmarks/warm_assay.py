@@ -22,7 +22,10 @@ real training set? Each side writes for the training corpus' anchors (in order, 
   (the discriminator, the rule) moves warm_long_strong;
 - ``art_strong``: warm_long's generator tuned by ART's RL (cpu-full's PPO, the KL's reference warm_long) against the
   dual reward of the strong discriminator, filtered as warm_long_strong: RL's own effect on the stronger path
-  (art_strong - warm_long_strong).
+  (art_strong - warm_long_strong);
+- ``warm_strong``: the warm side's generator (``--steps``), filtered as warm_long_strong;
+- ``art_warm_strong``: the warm side's generator tuned by ART's RL against the strong discriminator's dual reward,
+  filtered as warm_long_strong: what configs/cpu-full-warm.yaml's first round does, at this side's size.
 
 ``--sides`` picks among them (default: mined, warm, art).
 With ``--penalties`` the art side's RL adds the reward's shortcut penalties to the dual reward (hard-correct.yaml's
@@ -31,7 +34,8 @@ generated sides' filter fails a deletion positive and a negative adding a negati
 best of k keeps another candidate instead); the mined side keeps the shipped baseline's filter.
 
     python benchmarks/warm_assay.py --work DIR [--rows 2000] [--chunk 500] [--max-anchors 8000] [--rl-seed 1]
-        [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean] [--penalties]
+        [--sample-seed S] [--rl-steps N] [--train-seeds 1 2 3 4 5] [--steps 150] [--candidates 4] [--clean]
+        [--penalties]
         [--reject-shortcuts] [--warm-dtype float32] [--edit-cover C] [--edit-positive-cover P] [--long-steps 580]
         [--strong-entailment 0.9] [--strong-contradiction 0.5] [--sides SIDE ...] [--name warm_assay]
 
@@ -65,22 +69,31 @@ from pathlib import Path
 import numpy as np
 
 from art_rounds import model_digest
-from lib.record import signed_interval, write_record
+from lib.record import write_record
+from lib.warm_pages import page
 from warm_start import (
     ALL_PROJECTIONS,
-    cell,
     false_negatives,
     graders,
     nli_accuracy,
     nli_model,
-    nli_table,
-    num,
     record_of,
     synthesis_settings,
     warm_generator,
 )
 
-SIDES = ("mined", "warm", "art", "warm_edit", "warm_long", "warm_long_strong", "warm_long_strong_argmax", "art_strong")
+SIDES = (
+    "mined",
+    "warm",
+    "art",
+    "warm_edit",
+    "warm_long",
+    "warm_long_strong",
+    "warm_long_strong_argmax",
+    "art_strong",
+    "warm_strong",
+    "art_warm_strong",
+)
 PAIRS = (  # B - A
     ("mined", "art"),
     ("mined", "warm"),
@@ -95,6 +108,10 @@ PAIRS = (  # B - A
     ("warm_long_strong_argmax", "warm_long_strong"),
     ("mined", "art_strong"),
     ("warm_long_strong", "art_strong"),
+    ("mined", "warm_strong"),
+    ("warm_strong", "warm_long_strong"),
+    ("warm_strong", "art_warm_strong"),
+    ("mined", "art_warm_strong"),
 )
 SHORTCUT_PENALTIES = (
     {"fn": "hardcse.art.reward.shortcuts:deletion_positive", "weight": -0.3},
@@ -188,8 +205,9 @@ def main() -> None:
             "positive_min_cover": args.edit_positive_cover,
         }
         edit_dir = warm_generator(config, no_demonstration, args.steps, work, edit_name, **edit_settings)
-    strong_sides = {"warm_long_strong", "warm_long_strong_argmax", "art_strong"}
-    if {"warm_long", *strong_sides} & set(args.sides):  # the same warm start, read further
+    strong_sides = {"warm_long_strong", "warm_long_strong_argmax", "art_strong", "warm_strong", "art_warm_strong"}
+    long_sides = {"warm_long", "warm_long_strong", "warm_long_strong_argmax", "art_strong"}
+    if long_sides & set(args.sides):  # the same warm start, read further
         long_name = f"{base}_{args.long_steps}_{args.warm_dtype}"
         long_dir = warm_generator(config, no_demonstration, args.long_steps, work, long_name, **settings)
     discriminator, judge, encoder, reward = graders(config, discriminator_dir, judge_dir, engine)
@@ -239,13 +257,16 @@ def main() -> None:
     art_strong_dir = (
         tuned("art_strong", long_dir, strong_dir, strong, rl_reward) if "art_strong" in args.sides else None
     )
+    art_warm_strong_dir = (
+        tuned("art_warm_strong", warm_dir, strong_dir, strong, rl_reward) if "art_warm_strong" in args.sides else None
+    )
 
     best_of = dataclasses.replace(config.filter, candidates=args.candidates, reject_shortcuts=args.reject_shortcuts)
     raw_prompts = synthesis_settings(config, sample_seed)
     strong_filter = dataclasses.replace(
         best_of, rule="threshold", min_entailment=args.strong_entailment, min_contradiction=args.strong_contradiction
     )
-    long_source = str(long_dir) if {"warm_long", *strong_sides} & set(args.sides) else None
+    long_source = str(long_dir) if long_sides & set(args.sides) else None
     sides = {  # side: (generator, its prompts, the filter, its reward, mining or not)
         "mined": (config.generator.model, raw_prompts, config.filter, reward, True),
         "warm": (str(warm_dir), no_demonstration, best_of, reward, False),
@@ -255,6 +276,8 @@ def main() -> None:
         "warm_long_strong": (long_source, no_demonstration, strong_filter, strong_reward, False),
         "warm_long_strong_argmax": (long_source, no_demonstration, best_of, strong_reward, False),
         "art_strong": (str(art_strong_dir), no_demonstration, strong_filter, strong_reward, False),
+        "warm_strong": (str(warm_dir), no_demonstration, strong_filter, strong_reward, False),
+        "art_warm_strong": (str(art_warm_strong_dir), no_demonstration, strong_filter, strong_reward, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
@@ -375,104 +398,6 @@ def main() -> None:
     }
     (work / f"{args.name}_payload.json").write_text(json.dumps(payload, indent=2))
     write_record(args.name, "The warm start's data in the assay, at the size its yield affords", page(payload), payload)
-
-
-def penalties(p: dict) -> str:
-    return ", ".join(f"{t['fn'].rsplit(':', 1)[1]} {t['weight']:+g}" for t in p["reward_penalties"])
-
-
-def page(p: dict) -> list[str]:
-    w = p["warm_start"]["config"]
-    with_cover = all("negative_cover" in r for r in p["sides"].values())
-    lines = [
-        f"Warm start: {w['steps']} steps of {w['batch_size']} NLI pairs, base weights in {w['dtype']}, "
-        f"drop_shortcuts {w.get('drop_shortcuts', False)}"
-        + (
-            f". ART: cpu-full's PPO ({p['rl_steps']} steps) from it, RL seed {p['rl_seed']}, the KL's reference the "
-            "warm start"
-            + (f", with the reward terms {penalties(p)} beside the dual reward" if p.get("reward_penalties") else "")
-            if "art" in p["sides"]
-            else ""
-        )
-        + (
-            f". warm_edit: the same warm start, its contradictions only those sharing at least "
-            f"{e['config']['negative_min_cover']:g} of their content words with their premise "
-            # "unrelated": the count's name in the first record of a warm_edit side (warm_assay_edit)
-            f"({e['pairs'].get('negative_cover', e['pairs'].get('unrelated'))} left out)"
-            + (
-                f", its entailments only those sharing at least {pc:g} ({e['pairs']['positive_cover']} left out)"
-                if (pc := e["config"].get("positive_min_cover"))
-                else ""
-            )
-            + f", loss {e['loss_first']:.3f} -> {e['loss_last']:.3f}"
-            if (e := p.get("edit_warm_start"))
-            else ""
-        )
-        + (
-            f". warm_long: the same warm start for {g['config']['steps']} steps ({g['pairs']['used']} pairs), "
-            f"loss {g['loss_first']:.3f} -> {g['loss_last']:.3f}"
-            if (g := p.get("long_warm_start"))
-            else ""
-        )
-        + (
-            f". warm_long_strong: warm_long's generator, its filter the strong discriminator (the discriminator's "
-            f"share trained with the judge's recipe) under the threshold rule, P(entailment) >= "
-            f"{f['min_entailment']:g} and P(contradiction) >= {f['min_contradiction']:g}"
-            if (f := p.get("strong_filter"))
-            else ""
-        )
-        + (
-            ". warm_long_strong_argmax: the same discriminator under the paper's argmax rule"
-            if "warm_long_strong_argmax" in p["sides"]
-            else ""
-        )
-        + (
-            f". art_strong: warm_long's generator tuned by cpu-full's PPO ({p['rl_steps']} steps, RL seed "
-            f"{p['rl_seed']}, the KL's reference warm_long) against the strong discriminator's dual reward"
-            + (f" with the reward terms {penalties(p)}" if p.get("reward_penalties") else "")
-            + ", filtered as warm_long_strong"
-            if "art_strong" in p["sides"]
-            else ""
-        )
-        + f". Generated sides: best of {p['candidates']}"
-        + (f", sampling seed {p['sample_seed']}" if p.get("sample_seed", p["rl_seed"]) != p["rl_seed"] else "")
-        + (", their filter rejecting deletion positives and added negations" if p.get("reject_shortcuts") else "")
-        + ". "
-        "Each side wrote for the "
-        f"training corpus' anchors in order until it had {p['rows_asked']} kept triplets (or the anchors ran out); "
-        f"the assay trains on the first {p['rows']} of each, training seeds "
-        f"{', '.join(map(str, p['train_seeds']))}. Synthetic accuracy by the judge over the side's anchors.",
-        "",
-        "| side | anchors | kept | kept fraction | kept a minute | accuracy positive | accuracy negative | "
-        "accuracy avg | false negatives | deletion positives | added negation |"
-        + (" negative's anchor cover |" if with_cover else ""),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if with_cover else ""),
-    ]
-
-    for side, r in p["sides"].items():
-        fn = r["false_negatives"]
-        s = r["shortcuts"]
-        lines.append(
-            f"| {side} | {r['anchors']} | {r['kept']} | {cell(r['kept_fraction'])} | {r['kept_per_minute']} | "
-            f"{cell(r['synthetic_accuracy_positive'])} | {cell(r['synthetic_accuracy_negative'])} | "
-            f"{cell(r['synthetic_accuracy'])} | {fn.get('entailed', '-')} of {fn['kept']} | "
-            f"{num(s['positive_deletion_rate'])} | {num(s['negative_added_negation_rate'])} |"
-            + (f" {num(r['negative_cover'])} |" if with_cover else "")
-        )
-    for name, e in p.get("judged_pairs", {"art - warm": p["rl_effect"]} if "rl_effect" in p else {}).items():
-        what, runs = (
-            ("RL's own effect, art - warm", "one warm start, one RL seed")
-            if name == "art - warm"
-            else (name, "one warm start a side")
-        )
-        accuracy = {part: signed_interval(e[f"synthetic_accuracy{part}"]) for part in ("", "_positive", "_negative")}
-        lines += ["", f"{what} over the {e['anchors']} anchors both wrote for (paired bootstrap "
-                  f"95% over anchors; {runs}): synthetic accuracy {accuracy['']}, positive {accuracy['_positive']}, "
-                  f"negative {accuracy['_negative']}; kept fraction {signed_interval(e['kept'])}."]  # fmt: skip
-    if "nli" in p:
-        lines += ["", "The NLI models' accuracy:", "", *nli_table(p["nli"])]
-    return [*lines, "", "The assay (B - A: paired bootstrap 95% over test pairs and training seeds):", "",
-            p["assay_table"], ""]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.record import signed_interval, write_record
+from lib.record import interval_cell, signed_interval, write_record
 from warm_start import (
     ALL_PROJECTIONS,
-    cell,
     false_negatives,
     graders,
     nli_model,
@@ -179,9 +178,10 @@ def page(p: dict) -> list[str]:
     for side, r in p["sides"].items():
         sc, fn = r["shortcuts"], r["false_negative_share"]
         lines.append(
-            f"| {side} | {cell(r['synthetic_accuracy_positive'])} | {cell(r['synthetic_accuracy_negative'])} | "
-            f"{cell(r['synthetic_accuracy'])} | "
-            f"{cell(r['kept'])} | {r['kept_per_minute']:.1f} | {'-' if fn is None else f'{fn:.3f}'} | "
+            f"| {side} | {interval_cell(r['synthetic_accuracy_positive'])} | "
+            f"{interval_cell(r['synthetic_accuracy_negative'])} | "
+            f"{interval_cell(r['synthetic_accuracy'])} | "
+            f"{interval_cell(r['kept'])} | {r['kept_per_minute']:.1f} | {'-' if fn is None else f'{fn:.3f}'} | "
             f"{sc['positive_deletion']:.3f} | {sc['negative_added_negation']:.3f} | {sc['parse_failure']:.3f} |"
         )
     lines += [

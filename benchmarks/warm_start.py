@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.record import signed_interval, write_record
+from lib.record import interval_cell, number_cell, signed_interval, write_record
+from lib.warm_pages import nli_table
 
 NLI_SEEDS = {"discriminator": 42, "judge": 7}
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -306,26 +307,6 @@ def main() -> None:
     write_record(args.name, "A supervised warm start of the generator", page(payload), payload)
 
 
-def nli_table(nli: dict) -> list[str]:
-    """The NLI models' accuracy (``nli_accuracy``'s, per model) as a table, one row a model."""
-    sets = next(iter(nli.values()))
-    return [
-        "| model | " + " | ".join(sets) + " |",
-        "|---|" + "---:|" * len(sets),
-        *(f"| {name} | " + " | ".join(f"{v['accuracy']:.2f}" for v in r.values()) + " |" for name, r in nli.items()),
-    ]
-
-
-def cell(d: dict) -> str:
-    """An interval as a table cell: ``estimate [low, high]``."""
-    return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
-
-
-def num(v: float | None) -> str:
-    """A measure as a table cell, "-" where there is none."""
-    return "-" if v is None else f"{v:.3f}"
-
-
 def page(p: dict) -> list[str]:
     w = p["warm_start"]
     lines = [
@@ -367,9 +348,10 @@ def page(p: dict) -> list[str]:
         fn_cell = f"{fn['entailed']} of {fn['kept']}" if fn["kept"] else "-"
         shown = f"{r['demonstrations']} ({r.get('shown', r['demonstrations'])})"
         lines.append(
-            f"| {side} | {shown} | {r.get('candidates', 1)} | {cell(r['synthetic_accuracy_positive'])} | "
-            f"{cell(r['synthetic_accuracy_negative'])} | "
-            f"{cell(r['synthetic_accuracy'])} | {cell(r['kept_fraction'])} | {r['kept_per_minute']} | {fn_cell} |"
+            f"| {side} | {shown} | {r.get('candidates', 1)} | {interval_cell(r['synthetic_accuracy_positive'])} | "
+            f"{interval_cell(r['synthetic_accuracy_negative'])} | "
+            f"{interval_cell(r['synthetic_accuracy'])} | {interval_cell(r['kept_fraction'])} | "
+            f"{r['kept_per_minute']} | {fn_cell} |"
         )
     lines += [
         "",
@@ -403,9 +385,10 @@ def page(p: dict) -> list[str]:
     for side, r in p["sides"].items():
         m = r["measures"]
         lines.append(
-            f"| {side} | {num(m['positive_deletion'])} | {num(m['negative_added_negation'])} | "
-            f"{num(m['positive_leak'])} | {num(m['negative_leak'])} | {num(m['parse_failure'])} | "
-            f"{num(m['positive_cosine_judged'])} | {num(m['negative_cosine_judged'])} |"
+            f"| {side} | {number_cell(m['positive_deletion'])} | {number_cell(m['negative_added_negation'])} | "
+            f"{number_cell(m['positive_leak'])} | {number_cell(m['negative_leak'])} | "
+            f"{number_cell(m['parse_failure'])} | "
+            f"{number_cell(m['positive_cosine_judged'])} | {number_cell(m['negative_cosine_judged'])} |"
         )
     return [*lines, ""]
 

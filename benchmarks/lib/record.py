@@ -81,6 +81,16 @@ def verdict(difference: dict) -> str:
     return "no detectable difference" if difference["low"] <= 0 <= difference["high"] else "differs"
 
 
+def interval_cell(d: dict) -> str:
+    """An interval as a record stores it, as a table cell: ``estimate [low, high]``."""
+    return f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+def number_cell(v: float | None) -> str:
+    """A measure as a table cell, "-" where there is none."""
+    return "-" if v is None else f"{v:.3f}"
+
+
 def signed_interval(d: dict, digits: int = 3) -> str:
     """An interval as a record stores it, as text with signs: ``+0.123 [-0.010, +0.250]``."""
     return f"{d['estimate']:+.{digits}f} [{d['low']:+.{digits}f}, {d['high']:+.{digits}f}]"
