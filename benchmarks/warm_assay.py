@@ -393,6 +393,7 @@ def main() -> None:
             if strong_dir
             else {}
         ),
+        "assay_dir": str(assay_dir.relative_to(work)),  # its eval.json files, for a later pooling over RL seeds
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
