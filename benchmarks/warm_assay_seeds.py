@@ -1,0 +1,179 @@
+"""Does a tuned side's effect over its untuned side hold across RL seeds? Pools benchmarks/warm_assay.py records, one
+call an RL seed, that share their untuned side's data (the same ``--sample-seed``) and their assay's settings: the
+assay's eval.json files of every call, the RL seed the cluster of its training seeds, in one clustered paired
+bootstrap (hardcse/evaluation/paired.py: the clusters' spread with t at G - 1 degrees of freedom, the test pairs'
+beside it). The judge's measures and the kept fraction stand per seed as each call recorded them (paired over its
+anchors), with their mean over seeds and a t interval over the seeds' estimates.
+
+    python benchmarks/warm_assay_seeds.py --work DIR --records NAME [NAME ...] [--before warm_long_strong]
+        [--after art_strong] [--assay-dir NAME=DIR ...] [--name warm_assay_seeds]
+
+``--records``: the calls' record names in benchmarks/results. A record names its assay folder (``assay_dir``, under
+``--work``); for a record made before it did, ``--assay-dir NAME=DIR`` names it, and the pooling checks each folder
+against its record (every group's mean avg7 as recorded, the untuned side trained on the same triplets file in
+every call). Reads files only: runs in seconds. Writes benchmarks/results/NAME.md and NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from lib.record import RESULTS, interval_cell, signed_interval, write_record
+
+MEASURES = ("synthetic_accuracy_positive", "synthetic_accuracy_negative", "synthetic_accuracy", "kept")
+COLUMNS = ("avg7", "STS-B-dev")
+
+
+def fail(message: str) -> None:
+    sys.exit(f"error: {message}")
+
+
+def seeds_interval(values: list[float]) -> dict:
+    """The mean of the seeds' estimates with a t interval (G - 1 degrees of freedom) over them."""
+    from scipy.stats import t
+
+    v = np.asarray(values, dtype=float)
+    half = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+    return {"estimate": float(v.mean()), "low": float(v.mean() - half), "high": float(v.mean() + half), "n": len(v)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", required=True, help="the warm_assay.py calls' --work folder")
+    parser.add_argument("--records", nargs="+", required=True, help="warm_assay.py records, one an RL seed")
+    parser.add_argument("--before", default="warm_long_strong", help="the untuned side")
+    parser.add_argument("--after", default="art_strong", help="the tuned side")
+    parser.add_argument("--assay-dir", nargs="*", default=[], help="NAME=DIR for a record that names no assay folder")
+    parser.add_argument("--name", default="warm_assay_seeds", help="the record's name in benchmarks/results")
+    args = parser.parse_args()
+
+    from hardcse.evaluation.compare import compare_groups, comparison_json, comparison_markdown
+    from hardcse.evaluation.results import Result
+
+    work, before, after = Path(args.work), args.before, args.after
+    overrides = dict(item.split("=", 1) for item in args.assay_dir if "=" in item)
+    if len(overrides) != len(args.assay_dir):
+        fail("--assay-dir takes NAME=DIR items")
+    records = {}
+    for name in args.records:
+        path = RESULTS / f"{name}.json"
+        if not path.is_file():
+            fail(f"{path}: no such record; --records names warm_assay.py records in benchmarks/results")
+        records[name] = json.loads(path.read_text())
+    first = next(iter(records.values()))
+    for name, r in records.items():
+        if not {before, after} <= set(r["sides"]):
+            fail(f"{name}: its sides are {', '.join(r['sides'])}, not {before} and {after}")
+        for key in ("rows", "train_seeds", "rl_steps", "candidates", "reject_shortcuts"):
+            if r[key] != first[key]:
+                fail(f"{name}: {key} {r[key]} where {args.records[0]} has {first[key]}; pool calls alike")
+        if r.get("sample_seed", r["rl_seed"]) != first.get("sample_seed", first["rl_seed"]):
+            fail(f"{name}: another sampling seed than {args.records[0]}; its {before} side wrote other data")
+    rl_seeds = [r["rl_seed"] for r in records.values()]
+    if len(set(rl_seeds)) != len(rl_seeds):
+        fail(f"two records share an RL seed ({rl_seeds}); pool one call an RL seed")
+
+    groups, before_data = {before: [], after: []}, set()
+    for name, r in records.items():
+        folder = overrides.get(name) or r.get("assay_dir")
+        if folder is None:
+            fail(f"{name}: its record names no assay folder; pass --assay-dir {name}=DIR")
+        assay = work / folder
+        config = (assay / "config.yaml").read_text() if (assay / "config.yaml").is_file() else ""
+        # the untuned side's triplets, by content: a folder regenerated under a newer chunk key holds the same file
+        for line in config.splitlines():
+            if f"/{before}-" in line:
+                data = Path(line.strip().removeprefix("- "))
+                before_data.add(hashlib.sha256(data.read_bytes()).hexdigest() if data.is_file() else str(data))
+        for side in (before, after):
+            members = [
+                Result(side, json.loads((assay / side / f"seed-{s}" / "eval.json").read_text()), {"seed": s})
+                for s in r["train_seeds"]
+                if (assay / side / f"seed-{s}" / "eval.json").is_file()
+            ]
+            recorded = r["assay"]["groups"][side]["scores"]["avg7"]["mean"]
+            mean = float(np.mean([m.record["avg7"] for m in members])) if members else float("nan")
+            if len(members) != len(r["train_seeds"]) or abs(mean - recorded) > 1e-6:
+                fail(f"{assay}: its {side} runs are not {name}'s (avg7 {mean:.4f}, recorded {recorded:.4f})")
+            groups[side] += [Result(m.label, m.record, m.config, cluster=r["rl_seed"]) for m in members]
+    if len(before_data) != 1:
+        fail(f"the records' {before} sides trained on {len(before_data)} different triplets files, not one")
+
+    comparison = compare_groups(groups, [(before, after)])
+    per_seed = []
+    for name, r in records.items():
+        judged = r["judged_pairs"][f"{after} - {before}"]
+        difference = next(d for d in r["assay"]["differences"] if (d["a"], d["b"]) == (before, after))
+        per_seed.append(
+            {
+                "record": name,
+                "rl_seed": r["rl_seed"],
+                "rl_minutes": r["rl_minutes"].get(after),
+                "kept_fraction": r["sides"][after]["kept_fraction"],
+                "judged": {m: judged[m] for m in MEASURES},
+                "assay": {c: difference["b_minus_a"][c] for c in COLUMNS if c in difference["b_minus_a"]},
+            }
+        )
+    payload = {
+        "records": args.records,
+        "before": before,
+        "after": after,
+        "rl_seeds": rl_seeds,
+        "sample_seed": first.get("sample_seed", first["rl_seed"]),
+        "rows": first["rows"],
+        "train_seeds": first["train_seeds"],
+        "assay_dirs": {n: overrides.get(n) or r.get("assay_dir") for n, r in records.items()},
+        "per_seed": per_seed,
+        "judged_over_seeds": {m: seeds_interval([s["judged"][m]["estimate"] for s in per_seed]) for m in MEASURES},
+        "assay": comparison_json(comparison),
+        "assay_table": comparison_markdown(comparison),
+    }
+    title = f"{after} against {before} over RL seeds"
+    write_record(args.name, title, page(payload), payload)
+
+
+def page(p: dict) -> list[str]:
+    lines = [
+        f"{len(p['rl_seeds'])} warm_assay.py calls (RL seeds {', '.join(map(str, p['rl_seeds']))}; records "
+        f"{', '.join(p['records'])}), each training the assay on the first {p['rows']} kept triplets of both sides at "
+        f"training seeds {', '.join(map(str, p['train_seeds']))}. The {p['before']} side wrote once (sampling seed "
+        f"{p['sample_seed']}), so the intervals hold RL's seeds and the test pairs, not that one sample's luck.",
+        "",
+        f"Per RL seed ({p['after']} - {p['before']}; the judge's measures paired over each call's anchors, the assay's "
+        "over test pairs and training seeds):",
+        "",
+        "| RL seed | RL min | kept fraction | judged positive | judged negative | judged both | kept | avg7 | "
+        "STS-B dev |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in p["per_seed"]:
+        j, a = s["judged"], s["assay"]
+        lines.append(
+            f"| {s['rl_seed']} | {s['rl_minutes'] if s['rl_minutes'] is not None else '-'} | "
+            f"{interval_cell(s['kept_fraction'])} | "
+            + " | ".join(signed_interval(j[m]) for m in MEASURES)
+            + " | "
+            + " | ".join(signed_interval(a[c], 2) if c in a else "-" for c in COLUMNS)
+            + " |"
+        )
+    o = p["judged_over_seeds"]
+    if len(p["per_seed"]) > 1:
+        lines.append("| mean (t over seeds) | | | " + " | ".join(signed_interval(o[m]) for m in MEASURES) + " | | |")
+    lines += [
+        "",
+        f"Pooled assay (the RL seed the cluster of its {len(p['train_seeds'])} training runs):",
+        "",
+        p["assay_table"],
+        "",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    main()
