@@ -326,13 +326,13 @@ def markdown(result: dict) -> list[str]:
 def main() -> None:
     import torch
 
-    from art_speed import random_discriminator  # the same stand-in discriminator as the speed record's
     from hardcse.art.config import ArtRunConfig
     from hardcse.config import load_config
     from hardcse.devices import resolve_device, resolve_dtype
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.resources import resolve_model
     from lib.record import write_record
+    from lib.stand_ins import random_discriminator  # the same stand-in discriminator as the speed record's
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=3, help="RL steps to time after one warm-up step")

@@ -54,6 +54,7 @@ from lib.art_evidence_tables import (
     seed_of,
     setting_groups,
 )
+from lib.digests import model_digest, weights_digest
 from lib.provenance import (
     NLI_RECORD,
     code_line_by_seed,
@@ -208,31 +209,6 @@ def refuse_changed_configs(names: list[tuple[str, int]]) -> None:
                 f"error: {record} ran another config than {RUNS[name]} builds today "
                 f"({'; '.join(changed)}); remove that record (git rm -r) to run the setting again"
             )
-
-
-# what a trained model folder keeps of how its training went (the model card's minutes, training.json's seconds a
-# step): two trainings of identical weights differ there, so the weights' digest leaves them out
-TRAINING_HISTORY = ("README.md", "training.json")
-
-
-def model_digest(source: str | None, skip: tuple[str, ...] = ()) -> str | None:
-    """The SHA-256 of a model folder's files (``source/model`` for a run folder) but those named in ``skip``; None
-    where there is none."""
-    import hashlib
-
-    from hardcse.fingerprint import files_digest
-
-    folder = Path(source) / "model" if source and (Path(source) / "model").is_dir() else Path(source or "")
-    if not source or not folder.is_dir():
-        return None
-    digest = hashlib.sha256()
-    files_digest(folder, digest, skip)
-    return digest.hexdigest()
-
-
-def weights_digest(source: str | None) -> str | None:
-    """The SHA-256 of what decides a model's outputs: its folder's files but the TRAINING_HISTORY."""
-    return model_digest(source, TRAINING_HISTORY)
 
 
 def minutes(run_dir: Path) -> float:

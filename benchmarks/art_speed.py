@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lib.stand_ins import random_discriminator
+
 REPO = Path(__file__).resolve().parent.parent
 BEFORE = "9a34d62"
 PHASES = ("generation_s", "scoring_s", "policy_forward_s", "reference_s", "optimisation_s")
@@ -106,20 +108,6 @@ def side(tree: Path, work: Path, args: argparse.Namespace, algorithm: str, batch
     if out.returncode:
         sys.exit(f"measuring {tree} failed:\n{out.stderr[-3000:]}")
     return json.loads(next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))[7:])
-
-
-def random_discriminator(path: Path) -> None:
-    from sentence_transformers.cross_encoder import CrossEncoder
-
-    from hardcse.data.nli import LABEL_ID, LABELS
-    from hardcse.resources import resolve_model
-
-    model = CrossEncoder(
-        str(resolve_model("bundled:minilm-l6")),
-        num_labels=3,
-        config_kwargs={"id2label": dict(enumerate(LABELS)), "label2id": dict(LABEL_ID)},
-    )
-    model.save_pretrained(str(path))
 
 
 def markdown(result: dict) -> list[str]:

@@ -346,12 +346,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
-    from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.synthesis.anchors import split_anchors
     from hardcse.config import load_config
     from hardcse.discriminator.nli import NLIDiscriminator
     from hardcse.encoder.build import load_encoder
+    from lib.stand_ins import random_discriminator
 
     config = load_config(ArtRunConfig, REPO / "configs" / "quickstart.yaml")
     # cpu-full's synthesis batch and the synthesis temperature, as art run's synthesis stage uses them

@@ -34,7 +34,6 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.generator.model import load_tokenizer
     from hardcse.art.generator.prompts import render_prompts
@@ -47,6 +46,7 @@ def main() -> None:
     from hardcse.resources import resolve_model
     from hardcse.training import StepTimer
     from lib.record import this_command, write_record
+    from lib.stand_ins import random_discriminator
 
     steps = args.steps + 1
     overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]

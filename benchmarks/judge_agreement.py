@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from lib.record import RESULTS, write_record
-from warm_start import nli_model
+from lib.warm import nli_model
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95)
 NEEDED = {"positive": "entailment", "negative": "contradiction"}

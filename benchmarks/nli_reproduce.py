@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from art_rounds import RECORDS, TRAINING_HISTORY, model_digest, weights_digest
+from art_rounds import RECORDS
+from lib.digests import TRAINING_HISTORY, model_digest, weights_digest
 from lib.provenance import NLI_RECORD, machine_line
 from lib.record import write_json, write_record
 

@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from art_rounds import RECORDS, is_finished, model_digest, record_dir  # noqa: E402
+from art_rounds import RECORDS, is_finished, record_dir  # noqa: E402
 from hard_correct import VARIANTS, overrides  # noqa: E402
 from hardcse.art.analysis.reward_bins import reward_by_cosine_bin  # noqa: E402
 from hardcse.art.config import ArtRunConfig  # noqa: E402
@@ -32,6 +32,7 @@ from hardcse.config import load_config  # noqa: E402
 from hardcse.discriminator.nli import NLIDiscriminator  # noqa: E402
 from hardcse.encoder.build import load_encoder  # noqa: E402
 from hardcse.figures import save_png  # noqa: E402
+from lib.digests import model_digest  # noqa: E402
 from lib.record import RESULTS, write_record  # noqa: E402
 from lib.record_files import exists, read_text  # noqa: E402
 

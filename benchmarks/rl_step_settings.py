@@ -61,13 +61,13 @@ def child(setting: str, steps: int, out: Path) -> None:
     import torch
 
     from art_profile import median_seconds
-    from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.rl import loop
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.config import load_config
     from hardcse.data.jsonl import read_jsonl
     from hardcse.discriminator.nli import NLIDiscriminator
+    from lib.stand_ins import random_discriminator
 
     work = out.with_suffix(".work")
     torch.manual_seed(0)  # the same random head in every process: one setting's steps are another's samples

@@ -43,11 +43,11 @@ SETTINGS = {
 def child(steps: int, out: Path) -> None:
     """One RL job: ``steps`` steps at the smoke config's size, its RL log written to ``out``."""
     sys.path.insert(0, str(HERE))
-    from art_speed import random_discriminator
     from hardcse.art.config import ArtRunConfig
     from hardcse.art.rl.tuning import tune_generator
     from hardcse.config import load_config
     from hardcse.discriminator.nli import NLIDiscriminator
+    from lib.stand_ins import random_discriminator
 
     work = out.with_suffix(".work")  # beside the log: the parent counts the steps in work/rl/rl_log.jsonl
     random_discriminator(work / "nli")

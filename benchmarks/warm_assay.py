@@ -68,10 +68,9 @@ from pathlib import Path
 
 import numpy as np
 
-from art_rounds import model_digest
+from lib.digests import model_digest
 from lib.record import write_record
-from lib.warm_pages import page
-from warm_start import (
+from lib.warm import (
     ALL_PROJECTIONS,
     false_negatives,
     graders,
@@ -81,6 +80,7 @@ from warm_start import (
     synthesis_settings,
     warm_generator,
 )
+from lib.warm_pages import page
 
 SIDES = (
     "mined",

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from lib.record import interval_cell, signed_interval, write_record
-from warm_start import (
+from lib.warm import (
     ALL_PROJECTIONS,
     false_negatives,
     graders,

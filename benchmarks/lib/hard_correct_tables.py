@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from art_rounds import model_digest
 from hardcse.art.analysis.judge import SHORTCUT_LABELS, triplet_shortcuts
 from hardcse.art.config import ArtRunConfig
 from hardcse.art.synthesis.heldout import SHORTCUT_AND_DIFFICULTY
@@ -18,6 +17,7 @@ from hardcse.data.triplets import read_triplets
 from hardcse.evaluation.compare import Comparison, interval_cell, verdict
 from hardcse.stats import Interval, bootstrap_mean, detectable_difference, paired_bootstrap
 from lib.art_evidence_tables import HELDOUT, heldout_rows, name_and_seed
+from lib.digests import model_digest
 from lib.provenance import NLI_RECORD
 from lib.record_assay import read_stored_triplets
 
