@@ -12,7 +12,10 @@ of benchmarks/warm_start.py's work folder (``--out`` of benchmarks/results/warm_
 who had not made them. Counting needs no model: any machine gives the same. Writes benchmarks/results/NAME.md and
 NAME.json. ``--compare A:B``: B - A of each share (wrong positive, wrong negative, wrong triplet), with a 95% interval
 by the normal approximation for two independent samples: the sides read their own first kept triplets, so the
-anchors overlap but are not paired.
+anchors overlap but are not paired. With ``--by-anchor`` the interval is a bootstrap over anchors instead: the
+anchors either side read are drawn with replacement, each with every judgment of either side it holds, so an
+anchor both sides wrote for (the same triplet read twice, or two triplets) moves as one and what the sides share
+cancels out of the difference.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+import numpy as np
 
 from lib.record import RESULTS, signed_interval, write_record
 
@@ -51,6 +56,37 @@ def counts(rows: list[dict]) -> dict:
     }
 
 
+def is_wrong(row: dict, measure: str) -> bool:
+    """Whether the read calls ``measure`` (wrong_positive, wrong_negative, wrong_triplet) wrong in ``row``."""
+    negative = (not row["negative_ok"]) if "negative_ok" in row else row["negative_false_negative"]
+    return {"wrong_positive": not row["positive_ok"], "wrong_negative": negative}.get(
+        measure, (not row["positive_ok"]) or negative
+    )
+
+
+def anchor_bootstrap_difference(
+    rows_a: list[dict], rows_b: list[dict], measure: str, resamples: int = 10_000, seed: int = 0
+) -> dict:
+    """B's wrong share minus A's with a 95% percentile bootstrap over anchors: the union of the anchors both sides
+    read, drawn with replacement, each drawn anchor with every row of either side it holds."""
+    anchors = {a: i for i, a in enumerate(sorted({r["anchor"] for r in (*rows_a, *rows_b)}))}
+
+    def per_anchor(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        read, wrong = np.zeros(len(anchors)), np.zeros(len(anchors))
+        for r in rows:
+            read[anchors[r["anchor"]]] += 1
+            wrong[anchors[r["anchor"]]] += is_wrong(r, measure)
+        return read, wrong
+
+    (read_a, wrong_a), (read_b, wrong_b) = per_anchor(rows_a), per_anchor(rows_b)
+    draws = np.random.default_rng(seed).multinomial(len(anchors), np.full(len(anchors), 1 / len(anchors)), resamples)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a draw without one side's rows: left out
+        differences = draws @ wrong_b / (draws @ read_b) - draws @ wrong_a / (draws @ read_a)
+    low, high = np.nanpercentile(differences, [2.5, 97.5])
+    estimate = wrong_b.sum() / read_b.sum() - wrong_a.sum() / read_a.sum()
+    return {"estimate": float(estimate), "low": float(low), "high": float(high), "anchors": len(anchors)}
+
+
 def share_difference(a: int, n_a: int, b: int, n_b: int) -> dict:
     """b/n_b - a/n_a with its 95% interval (normal approximation, independent samples)."""
     p, q = a / n_a, b / n_b
@@ -72,11 +108,15 @@ def main() -> None:
     parser.add_argument(
         "--about", default=ABOUT, help="what the page says of the labels and readers (default: the first reads')"
     )
+    parser.add_argument(
+        "--by-anchor", action="store_true", help="the differences' interval a bootstrap over anchors (paired)"
+    )
     args = parser.parse_args()
-    sides = {
-        path.stem: counts([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line])
+    rows = {
+        path.stem: [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
         for path in sorted(Path(args.folder).glob("*.jsonl"))
     }
+    sides = {side: counts(side_rows) for side, side_rows in rows.items()}
     shown = os.path.relpath(Path(args.folder).resolve(), RESULTS.parent.parent)  # as the repository names it
     lines = [
         "A count of a reader's judgments: any machine gives the same. Each side's first kept triplets, in the work "
@@ -99,10 +139,31 @@ def main() -> None:
         measures = ["wrong_positive", "wrong_triplet"]
         measures += ["wrong_negative"] if "wrong_negative" in sides[a] and "wrong_negative" in sides[b] else []
         comparisons[f"{b} - {a}"] = {
-            m: share_difference(sides[a][m], sides[a]["read"], sides[b][m], sides[b]["read"]) for m in measures
+            m: anchor_bootstrap_difference(rows[a], rows[b], m)
+            if args.by_anchor
+            else share_difference(sides[a][m], sides[a]["read"], sides[b][m], sides[b]["read"])
+            for m in measures
         }
-    if comparisons:
+    if comparisons and args.by_anchor:
+        shared = {
+            f"{b} - {a}": len({r["anchor"] for r in rows[a]} & {r["anchor"] for r in rows[b]})
+            for a, b in (pair.split(":") for pair in args.compare)
+        }
+        lines += [
+            "",
+            "Differences of the shares (B - A) with a 95% bootstrap interval over anchors (10,000 resamples, seed 0): "
+            "the anchors either side read, drawn with replacement, each with both sides' judgments of it, so what the "
+            "sides share cancels out ("
+            + "; ".join(
+                f"{name}: {n} of {comparisons[name]['wrong_triplet']['anchors']} anchors read on both sides"
+                for name, n in shared.items()
+            )
+            + "):",
+            "",
+        ]
+    elif comparisons:
         lines += ["", "Differences of the shares (B - A, 95% normal-approximation interval, unpaired samples):", ""]
+    if comparisons:
         lines += ["| B - A | measure | difference |", "|---|---|---:|"]
         for name, measures in comparisons.items():
             for m, d in measures.items():
