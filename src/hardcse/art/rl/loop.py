@@ -46,9 +46,10 @@ from torch import nn
 
 from hardcse.art.config import GeneratorConfig, RLConfig
 from hardcse.art.generator.model import save_generator
-from hardcse.art.generator.prefix import PrefixCaches, continue_rows, whole_rows
+from hardcse.art.generator.prefix import PrefixCaches
 from hardcse.art.generator.sampling import Samples, decoder_and_head
 from hardcse.art.rl.algorithm import Algorithm, PolicyOutputs, Rollout
+from hardcse.art.rl.forward import continue_rows, whole_rows
 from hardcse.art.rl.grpo import GRPO
 from hardcse.art.rl.ppo import PPO
 from hardcse.art.rl.rollouts import Sampler, rollout_sampler
