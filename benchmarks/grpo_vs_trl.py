@@ -49,8 +49,8 @@ def main() -> None:
     from lib.stand_ins import random_discriminator
 
     steps = args.steps + 1
-    overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.group_size=4"]
-    overrides += [f"rl.steps={steps}", f"rl.save_every={steps}", "rl.learning_rate=5e-4", "rl.grpo_beta=0.04"]
+    overrides = ["rl.algorithm=grpo", "rl.batch_size=16", "rl.minibatch_size=16", "rl.grpo.group_size=4"]
+    overrides += [f"rl.steps={steps}", f"rl.save_every={steps}", "rl.learning_rate=5e-4", "rl.grpo.beta=0.04"]
     config = load_config(ArtRunConfig, "configs/quickstart.yaml", overrides)
     dtype = resolve_dtype(config.generator.dtype, resolve_device(config.generator.device))
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +72,7 @@ def main() -> None:
         prompts, anchors, kinds = [], [], []
         for step in range(1, steps + 1):
             a, k, _ = step_prompts(config, train, step)
-            step_rows = range(0, len(a), config.rl.group_size)  # TRL repeats each prompt num_generations times
+            step_rows = range(0, len(a), config.rl.grpo.group_size)  # TRL repeats each prompt num_generations times
             anchors += [a[i] for i in step_rows]
             kinds += [k[i] for i in step_rows]
             prompts += render_prompts(tokenizer, [a[i] for i in step_rows], [k[i] for i in step_rows], config.generator)

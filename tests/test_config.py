@@ -115,7 +115,8 @@ OUT_OF_RANGE = [
     (RewardConfig, "w1=-1", "w1"),
     (RLConfig, "learning_rate=0", "learning_rate"),
     (RLConfig, "minibatch_size=32", "minibatch_size"),
-    (RLConfig, "lam=1.5", "lam"),
+    (RLConfig, "ppo.lam=1.5", "ppo.lam"),
+    (RLConfig, "grpo.group_size=0", "grpo.group_size"),
     (RLConfig, "save_every=0", "save_every"),
     (RLConfig, "algorithm=a2c", "algorithm"),
     (GeneratorConfig, "dtype=float16", "dtype"),
@@ -149,12 +150,42 @@ OUT_OF_RANGE = [
 
 
 def test_grpo_batches_split_into_groups_and_old_ppo_keys_name_their_new_place():
-    with pytest.raises(HardcseError, match=r"^override batch_size=10: 10 is not a multiple of group_size 4"):
+    with pytest.raises(HardcseError, match=r"^override batch_size=10: 10 is not a multiple of grpo.group_size 4"):
         load_config(RLConfig, overrides=["algorithm=grpo", "batch_size=10"])
+    with pytest.raises(HardcseError, match=r"^override minibatch_size=6: 6 is not a multiple of grpo.group_size 4"):
+        load_config(RLConfig, overrides=["algorithm=grpo", "minibatch_size=6"])  # a minibatch holds whole groups
+    load_config(RLConfig, overrides=["minibatch_size=6"])  # PPO: one row a prompt
     with pytest.raises(HardcseError, match=r"^override ppo.steps=3: this key is now rl; rename it"):
         load_config(TuneConfig, overrides=["ppo.steps=3"])
     with pytest.raises(HardcseError, match=r"^override rl.ppo_epochs=3: this key is now epochs"):
         load_config(TuneConfig, overrides=["rl.ppo_epochs=3"])
+
+
+def test_rl_keys_that_moved_into_their_algorithms_block_still_load_with_a_warning(tmp_path, caplog):
+    old = tmp_path / "old.yaml"  # a config (or a run folder's config.yaml) written before the blocks
+    old.write_text("rl:\n  algorithm: grpo\n  kl_coef: 0.05\n  lam: 0.9\n  group_size: 2\n  grpo_beta: 0.1\n")
+    with caplog.at_level("WARNING", logger="hardcse.config"):
+        config = load_config(TuneConfig, old)
+    assert (config.rl.ppo.kl_coef, config.rl.ppo.lam, config.rl.grpo.group_size, config.rl.grpo.beta) == (
+        0.05,
+        0.9,
+        2,
+        0.1,
+    )
+    assert config.rl.rows_per_prompt == 2
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning == (
+        "rl: kl_coef, lam, group_size, grpo_beta moved into a block; read as rl.ppo.kl_coef, rl.ppo.lam, "
+        "rl.grpo.group_size, rl.grpo.beta. Rename them in the config."
+    )
+    new = tmp_path / "new.yaml"
+    save_config(config, new)  # saved under the new keys: loads again without a warning, to the same config
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hardcse.config"):
+        assert load_config(TuneConfig, new) == config
+    assert not caplog.records
+    with pytest.raises(HardcseError, match=rf"^{re.escape(str(old))}: rl.lam: given here and as rl.ppo.lam; keep"):
+        load_config(TuneConfig, old, ["rl.ppo.lam=0.8"])  # the file's old key and the override's new one
 
 
 @pytest.mark.parametrize(("cls", "override", "key"), OUT_OF_RANGE)

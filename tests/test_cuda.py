@@ -12,9 +12,10 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from conftest import SENTENCES
-from hardcse.art.config import FilterConfig, GeneratorConfig, RLConfig, TuneConfig
+from hardcse.art.config import FilterConfig, GeneratorConfig, TuneConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.reward.dual import Reward
+from hardcse.art.rl.config import PPOConfig, RLConfig
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.synthesis.triplets import synthesize
 from hardcse.config import load_config
@@ -38,7 +39,13 @@ def test_rl_steps_run_on_the_gpu_and_learn(tiny_lm_dir, algorithm):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
     assert {p.device.type for p in model.parameters()} == {"cuda"}
     config = RLConfig(
-        algorithm=algorithm, batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, kl_coef=0.01, seed=0
+        algorithm=algorithm,
+        batch_size=16,
+        minibatch_size=8,
+        epochs=4,
+        learning_rate=1e-2,
+        ppo=PPOConfig(kl_coef=0.01),
+        seed=0,
     )
     trainer = RLTrainer(model, tokenizer, GEN, config)
     if algorithm == "ppo":

@@ -256,7 +256,7 @@ def test_two_process_nli_training(tiny_bert_dir, tmp_path):
 
 def test_rl_refuses_a_batch_the_processes_cannot_share(monkeypatch):
     import hardcse.art.rl.tuning as tuning
-    from hardcse.art.config import RLConfig
+    from hardcse.art.rl.config import GRPOConfig, RLConfig
     from hardcse.errors import HardcseError
 
     monkeypatch.setattr(tuning, "world_size", lambda: 3)
@@ -264,7 +264,9 @@ def test_rl_refuses_a_batch_the_processes_cannot_share(monkeypatch):
     with pytest.raises(HardcseError, match=r"rl.batch_size: 4 \(4 rollouts\) cannot be shared equally by 3"):
         tuning.check_rank_shares(RLConfig(batch_size=4, minibatch_size=2))
     with pytest.raises(HardcseError, match=r"\(2 groups of 4\).*groups divide by 3"):
-        tuning.check_rank_shares(RLConfig(algorithm="grpo", batch_size=8, group_size=4, minibatch_size=4))
+        tuning.check_rank_shares(
+            RLConfig(algorithm="grpo", batch_size=8, grpo=GRPOConfig(group_size=4), minibatch_size=4)
+        )
 
 
 def test_a_launched_process_exits_with_its_status_and_output_flushed(tmp_path):

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from hardcse.art.config import GeneratorConfig, RLConfig
+from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.model import load_generator
 from hardcse.art.generator.sampling import sample
 from hardcse.art.log_keys import RESERVED_NAMES
 from hardcse.art.rl.algorithm import masked_mean
+from hardcse.art.rl.config import GRPOConfig, PPOConfig, RLConfig
 from hardcse.art.rl.grpo import group_advantages, grpo_loss, k3_kl
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.ppo import AdaptiveKLController, clipped_policy_loss, clipped_value_loss, gae, kl_shaped_rewards
@@ -234,7 +235,9 @@ def test_the_trainers_forwards_attend_eagerly_in_bfloat16_on_a_cpu_and_sampling_
 
 def test_ppo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
-    config = RLConfig(batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, kl_coef=0.01, seed=0)
+    config = RLConfig(
+        batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, ppo=PPOConfig(kl_coef=0.01), seed=0
+    )
     trainer = RLTrainer(model, tokenizer, GEN, config)
     prompts = ["the cat"] * config.batch_size
     before = p_good_first(model, tokenizer)
@@ -311,7 +314,9 @@ def test_grpo_ratio_is_exactly_one_before_any_update(tiny_lm_dir):
     for p in model.parameters():
         if p.requires_grad:
             torch.nn.init.normal_(p, std=0.3)
-    trainer = RLTrainer(model, tokenizer, GEN, RLConfig(algorithm="grpo", batch_size=8, minibatch_size=4, group_size=4))
+    trainer = RLTrainer(
+        model, tokenizer, GEN, RLConfig(algorithm="grpo", batch_size=8, minibatch_size=4, grpo=GRPOConfig(group_size=4))
+    )
     seen = losses_without_updates(trainer)
     trainer.step(["the cat"] * 4 + ["a dog runs"] * 4, [0] * 4 + [1] * 4, good_share)
     assert len(seen) == 8  # 4 epochs of 2 minibatches, each a whole group
@@ -328,7 +333,9 @@ def test_grpo_ratio_is_exactly_one_before_any_update(tiny_lm_dir):
 
 def test_grpo_raises_the_probability_of_a_rewarded_completion(tiny_lm_dir, tmp_path):
     model, tokenizer = load_generator(str(tiny_lm_dir), GEN, trainable=True)
-    config = RLConfig(algorithm="grpo", batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, group_size=8)
+    config = RLConfig(
+        algorithm="grpo", batch_size=16, minibatch_size=8, epochs=4, learning_rate=1e-2, grpo=GRPOConfig(group_size=8)
+    )
     trainer = RLTrainer(model, tokenizer, GEN, config)
     prompts = ["the cat"] * config.batch_size
     before = p_good_first(model, tokenizer)

@@ -4,13 +4,15 @@ The classes live beside the code they configure (``hardcse.training.TrainingSett
 ``hardcse.art.config``, ``hardcse.datacube.config``, ...); this module only loads, checks and saves them.
 A class checks its own values in ``__post_init__`` with the helpers below, so a mistake is reported before any
 work, naming the key and the allowed values. A class lists keys that were renamed in ``RENAMED`` (old -> new):
-an old key in a file gets an error that names the new one.
+an old key in a file gets an error that names the new one. Keys that moved into a block of their class are listed in
+``MOVED`` (old -> ``block.key``): they still load, into the block, with a warning naming the new place.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import types
 import typing
@@ -25,6 +27,7 @@ from hardcse.errors import HardcseError
 from hardcse.paths import shipped_config_names, shipped_configs_dir
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class ConfigValueError(HardcseError):
@@ -160,6 +163,29 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+def _moved_into_blocks(cls: type, data: dict, where: str) -> dict:
+    """``data`` with the keys ``cls.MOVED`` names (old key -> ``block.key``) put in their block, and one warning
+    that names each key's new place; a key given at both places is an error."""
+    moved = [key for key in data if key in getattr(cls, "MOVED", {})]
+    if not moved:
+        return data
+    data = dict(data)
+    for key in moved:
+        block, leaf = cls.MOVED[key].split(".")
+        inner = data[block] = dict(data.get(block) or {})
+        if leaf in inner:
+            new = _path(where, cls.MOVED[key])
+            raise ConfigKeyError(_path(where, key), f"given here and as {new}; keep {new} only")
+        inner[leaf] = data.pop(key)
+    log.warning(
+        "%s: %s moved into a block; read as %s. Rename them in the config.",
+        where or cls.__name__,
+        ", ".join(moved),
+        ", ".join(_path(where, cls.MOVED[key]) for key in moved),
+    )
+    return data
+
+
 def _from_dict(cls: type[T], data: dict, where: str) -> T:
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
@@ -167,6 +193,7 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
     for key in data:
         if key in renamed:
             raise ConfigKeyError(_path(where, key), f"this key is now {renamed[key]}; rename it in the config")
+    data = _moved_into_blocks(cls, data, where)
     unknown = sorted(set(data) - names)
     if unknown:  # named at the first unknown key itself, so an override that wrote it is the one blamed
         more = f" (and {unknown[1:]})" if len(unknown) > 1 else ""
@@ -176,8 +203,9 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
         # A partial block updates the field's own default (a method's training defaults), not the class defaults.
         if f.name in data and isinstance(data[f.name], dict) and f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
-            if dataclasses.is_dataclass(default):
-                data[f.name] = _merge(dataclasses.asdict(default), data[f.name])
+            if dataclasses.is_dataclass(default):  # the block's own moved keys first: the defaults hold the new ones
+                block = _moved_into_blocks(type(default), data[f.name], _path(where, f.name))
+                data[f.name] = _merge(dataclasses.asdict(default), block)
     values = {k: _coerce(v, hints[k], _path(where, k)) for k, v in data.items()}
     try:
         return cls(**values)

@@ -1,4 +1,5 @@
-"""ART's configuration: the generator, the dual reward, PPO, the anchors, the NLI filter, and the run of rounds.
+"""ART's configuration: the generator, the dual reward, RL (its settings in hardcse/art/rl/config.py), the anchors,
+the NLI filter, and the run of rounds.
 
 ``TuneConfig`` (``hardcse art tune`` / ``generate``) is the tuning block; ``ArtRunConfig`` (``hardcse art run``)
 extends it with the rounds, so the two never drift apart.
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from hardcse.art.reward.config import RewardConfig
+from hardcse.art.rl.config import RLConfig
 from hardcse.art.warm_start_config import WarmStartConfig
 from hardcse.config import Checked, ConfigValueError, check_choice, check_nonnegative, check_positive, check_range
 from hardcse.data.decontamination import DecontaminationConfig
@@ -114,84 +116,6 @@ class GeneratorConfig(Checked):
         check_choice("dtype", self.dtype, DTYPES)
         check_choice("openvino_weights", self.openvino_weights, ("float", "int8"))
         check_device("device", self.device)
-
-
-@dataclass
-class RLConfig(Checked):
-    """The generator's RL: PPO (the paper's; a bandit environment: one prompt, one response, one reward,
-    CleanRL-style, with TRL's PPO values as used by the ART authors' code) or GRPO (no value head, group-
-    normalised advantages; see hardcse/art/rl/ppo.py and grpo.py)."""
-
-    RENAMED: ClassVar[dict[str, str]] = {"ppo_epochs": "epochs"}
-    algorithm: str = "ppo"  # ppo | grpo
-    steps: int = 30
-    batch_size: int = 16  # rollouts per step; PPO: half positive and half negative prompts
-    minibatch_size: int = 8
-    epochs: int = 4  # optimisation passes over each step's rollouts (TRL: ppo_epochs / num_iterations)
-    learning_rate: float = 1.41e-5
-    # GRPO: completions per prompt (G) and the weight of the k3 KL term (DeepSeekMath: 0.04); batch_size / G
-    # prompts a step, positive and negative alternating
-    group_size: int = 4
-    grpo_beta: float = 0.04
-    kl_coef: float = 0.2  # beta: per-token KL penalty against the reference
-    # The reference policy of the KL penalty: "base", the LM with the adapter disabled (the paper's, as TRL does with
-    # PEFT); a generator folder (base + LoRA adapter, the same base and adapter shape as the policy), that adapter;
-    # "auto": the run's warm-started generator where it has one (RL then stays near what the warm start taught, as
-    # RLHF keeps near its SFT model), else "base"
-    reference: str = "auto"
-    adaptive_kl: bool = True
-    kl_target: float = 0.1
-    kl_horizon: int = 10000
-    gamma: float = 1.0
-    lam: float = 0.95
-    cliprange: float = 0.2
-    cliprange_value: float = 0.2
-    vf_coef: float = 0.1
-    max_grad_norm: float = 1.0
-    whiten_advantages: bool = True
-    # recompute each decoder layer's activations in the backward pass instead of keeping them: far less memory
-    # for a large generator at about one more forward of compute; the policy then runs every forward over whole
-    # prompts (no shared prompt cache: transformers' checkpointed layers drop caches)
-    gradient_checkpointing: bool = False
-    # who samples the rollouts (hardcse/art/rl/rollouts.py): torch, the policy itself (the paper's way), or
-    # openvino, OpenVINO GenAI with the policy's current LoRA adapter (on a CPU; other random draws and rounding,
-    # the same update: log pi_old is always the policy's own forward), or auto: openvino where the run's engine
-    # runs the generator's work in OpenVINO and GenAI can apply its LoRA, else torch
-    rollout_engine: str = "torch"
-    save_every: int = 10
-    # every save_every steps, this many of the step's rollouts (a seeded draw) go to completions.jsonl with their
-    # response, parsed answer, reward and each term's value; 0: none
-    log_completions: int = 4
-    seed: int = 42
-
-    @property
-    def rows_per_prompt(self) -> int:
-        """How many rollouts share one prompt: GRPO's group (G), PPO's one. The only difference between the two
-        that is not in their classes (hardcse/art/rl/ppo.py, grpo.py): the step's prompts and minibatches follow it."""
-        return self.group_size if self.algorithm == "grpo" else 1
-
-    @property
-    def anchors_per_step(self) -> int:
-        """Distinct anchors a step reads."""
-        return self.batch_size // self.rows_per_prompt
-
-    def check(self) -> None:
-        check_choice("algorithm", self.algorithm, ("ppo", "grpo"))
-        check_choice("rollout_engine", self.rollout_engine, ("auto", "torch", "openvino"))
-        check_positive("group_size", self.group_size)
-        check_nonnegative("grpo_beta", self.grpo_beta)
-        if self.batch_size % self.rows_per_prompt:
-            raise ConfigValueError("batch_size", f"{self.batch_size} is not a multiple of group_size {self.group_size}")
-        positive = ("steps", "batch_size", "minibatch_size", "epochs", "learning_rate", "kl_target")
-        for key in (*positive, "kl_horizon", "cliprange", "cliprange_value", "max_grad_norm", "save_every"):
-            check_positive(key, getattr(self, key))
-        check_nonnegative("kl_coef", self.kl_coef)
-        check_nonnegative("vf_coef", self.vf_coef)
-        check_nonnegative("log_completions", self.log_completions)
-        check_range("gamma", self.gamma, 0.0, 1.0)
-        check_range("lam", self.lam, 0.0, 1.0)
-        if self.minibatch_size > self.batch_size:
-            raise ConfigValueError("minibatch_size", f"{self.minibatch_size} is larger than batch_size")
 
 
 @dataclass

@@ -2,7 +2,7 @@
 value head, its maths as pure functions and its part of the loop (:class:`GRPO`, the
 :class:`hardcse.art.rl.algorithm.Algorithm` that :mod:`hardcse.art.rl.loop` calls).
 
-Each prompt is sampled G times (``rl.group_size``; the caller lays the rows out group after group,
+Each prompt is sampled G times (``rl.grpo.group_size``; the caller lays the rows out group after group,
 ``RLConfig.rows_per_prompt``); a completion's advantage is its reward standardised within its group,
 
     A_i = (r_i - mean(r_1..r_G)) / (std(r_1..r_G) + eps)        (std with Bessel's correction, eps 1e-4, as TRL)
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from hardcse.art.config import RLConfig
 from hardcse.art.log_keys import MINIBATCH_KEYS
 from hardcse.art.rl.algorithm import masked_mean
+from hardcse.art.rl.config import RLConfig
 
 if TYPE_CHECKING:
     from hardcse.art.rl.algorithm import PolicyOutputs, Rollout
@@ -72,7 +72,7 @@ class GRPO:
     log_keys = MINIBATCH_KEYS["grpo"]  # averaged over the step's minibatches
 
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
-        self.config = config
+        self.config, self.grpo = config, config.grpo  # the loop's settings (the clip) and GRPO's own
 
     def parameters(self) -> list[nn.Parameter]:
         return []
@@ -82,7 +82,7 @@ class GRPO:
 
     def advantages(self, rollout: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """A_i of every completion (its rows come group after group); nothing beside it."""
-        return group_advantages(rollout.scores, self.config.group_size), {}
+        return group_advantages(rollout.scores, self.grpo.group_size), {}
 
     def losses(self, rollout: Rollout, rows: torch.Tensor, outputs: PolicyOutputs) -> dict[str, torch.Tensor]:
         """The GRPO loss of minibatch ``rows`` (whole groups) at the current policy, and what is logged of it."""
@@ -96,7 +96,7 @@ class GRPO:
             rollout.advantages[rows],
             mask,
             self.config.cliprange,
-            self.config.grpo_beta,
+            self.grpo.beta,
         )
         return {
             "loss": loss,
@@ -110,7 +110,7 @@ class GRPO:
         """The step's KL to the reference (k3, per completion) and the reward's spread within a group."""
         mask = rollout.samples.response_mask
         kl = k3_kl(rollout.old_logprobs, rollout.ref_logprobs) * mask
-        spread = rollout.scores.view(-1, self.config.group_size).std(dim=1) if self.config.group_size > 1 else None
+        spread = rollout.scores.view(-1, self.grpo.group_size).std(dim=1) if self.grpo.group_size > 1 else None
         return {
             "kl": float(kl.sum(dim=1).mean()),
             "reward_std_in_group": float(spread.mean()) if spread is not None else 0.0,

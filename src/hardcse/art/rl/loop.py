@@ -44,11 +44,12 @@ import torch
 from peft import PeftModel
 from torch import nn
 
-from hardcse.art.config import GeneratorConfig, RLConfig
+from hardcse.art.config import GeneratorConfig
 from hardcse.art.generator.model import save_generator
 from hardcse.art.generator.prefix import PrefixCaches
 from hardcse.art.generator.sampling import Samples, decoder_and_head
 from hardcse.art.rl.algorithm import Algorithm, PolicyOutputs, Rollout
+from hardcse.art.rl.config import RLConfig
 from hardcse.art.rl.forward import continue_rows, whole_rows
 from hardcse.art.rl.grpo import GRPO
 from hardcse.art.rl.ppo import PPO
@@ -278,8 +279,7 @@ class RLTrainer:
         """The row partition of each optimisation epoch of this step, drawn before the step counts itself (seed +
         the steps done): a resumed step repeats it. Rows of one prompt stay together (few prefixes per minibatch)."""
         generator = torch.Generator().manual_seed(self.config.seed + self.step_count)
-        unit = self.config.rows_per_prompt
-        unit = unit if n % unit == 0 and self.config.minibatch_size % unit == 0 else 1
+        unit = self.config.rows_per_prompt  # whole groups: RLConfig checks batch and minibatch sizes hold them
 
         def shuffled_rows() -> torch.Tensor:
             units = torch.randperm(n // unit, generator=generator)

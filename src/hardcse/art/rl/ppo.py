@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardcse.art.config import RLConfig
 from hardcse.art.log_keys import MINIBATCH_KEYS
 from hardcse.art.rl.algorithm import masked_mean
+from hardcse.art.rl.config import RLConfig
 from hardcse.distributed import mean_over_ranks
 from hardcse.seeding import seeded_torch
 
@@ -103,7 +103,7 @@ class PPO:
     log_keys = MINIBATCH_KEYS["ppo"]  # averaged over the step's minibatches
 
     def __init__(self, config: RLConfig, hidden_size: int, device: torch.device) -> None:
-        self.config = config
+        self.config, self.ppo = config, config.ppo  # the loop's settings (seed, the clip) and PPO's own
         # V(s_t), starting at 0 everywhere; built before the loop's optimizer, which takes the adapter's parameters
         # and then these. Its layer's random start (zeroed at once) is drawn in a seeded block: the caller's
         # generator is left as it was.
@@ -112,7 +112,7 @@ class PPO:
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
         self.value_head.to(device)
-        self.kl = AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon)
+        self.kl = AdaptiveKLController(self.ppo.kl_coef, self.ppo.kl_target, self.ppo.kl_horizon)
 
     def parameters(self) -> list[nn.Parameter]:
         return list(self.value_head.parameters())
@@ -124,8 +124,8 @@ class PPO:
         """KL-shaped per-token rewards, GAE, optionally whitened advantages; the returns and KL_t beside them."""
         mask = rollout.samples.response_mask
         rewards, kl = kl_shaped_rewards(rollout.scores, rollout.old_logprobs, rollout.ref_logprobs, mask, self.kl.value)
-        advantages, returns = gae(rewards, rollout.old_values, mask, self.config.gamma, self.config.lam)
-        advantages = masked_whiten(advantages, mask) if self.config.whiten_advantages else advantages
+        advantages, returns = gae(rewards, rollout.old_values, mask, self.ppo.gamma, self.ppo.lam)
+        advantages = masked_whiten(advantages, mask) if self.ppo.whiten_advantages else advantages
         return advantages, {"returns": returns, "kl": kl}
 
     def losses(self, rollout: Rollout, rows: torch.Tensor, outputs: PolicyOutputs) -> dict[str, torch.Tensor]:
@@ -138,10 +138,10 @@ class PPO:
             logprobs, old_logprobs, rollout.advantages[rows], mask, self.config.cliprange
         )
         vf_loss = clipped_value_loss(
-            values, rollout.old_values[rows], rollout.extra["returns"][rows], mask, self.config.cliprange_value
+            values, rollout.old_values[rows], rollout.extra["returns"][rows], mask, self.ppo.cliprange_value
         )
         return {
-            "loss": pg_loss + self.config.vf_coef * vf_loss,
+            "loss": pg_loss + self.ppo.vf_coef * vf_loss,
             "policy_loss": pg_loss,
             "value_loss": vf_loss,
             "clipfrac": clipfrac,
@@ -152,7 +152,7 @@ class PPO:
     def after_update(self, rollout: Rollout, n_rollouts: int) -> dict:
         """The step's KL (every rank's mean: one controller), then beta's adaptive update over ``n_rollouts``."""
         mean_kl = mean_over_ranks({"kl": float(rollout.extra["kl"].sum(dim=1).mean())})["kl"]
-        if self.config.adaptive_kl:
+        if self.ppo.adaptive_kl:
             self.kl.update(mean_kl, n_rollouts)
         return {"kl": mean_kl, "kl_coef": self.kl.value}
 

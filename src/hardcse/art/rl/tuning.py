@@ -16,12 +16,13 @@ from pathlib import Path
 
 import torch
 
-from hardcse.art.config import RLConfig, TuneConfig
+from hardcse.art.config import TuneConfig
 from hardcse.art.generator.model import base_model_source, load_generator
 from hardcse.art.generator.prompts import KINDS, render_prompts
 from hardcse.art.generator.stopping import token_limits
 from hardcse.art.reward.dual import Reward
 from hardcse.art.reward.score import ArtScore
+from hardcse.art.rl.config import RLConfig
 from hardcse.art.rl.loop import RLTrainer
 from hardcse.art.rl.rl_log import RLLog
 from hardcse.art.rl.rollouts import resolve_rollout_engine, rollout_sampler
