@@ -42,10 +42,10 @@ def check_nli_models(config: ArtRunConfig) -> dict[str, str]:
     return sources
 
 
-def nli_stage(folder: RunFolder, name: str, training: NLITrainConfig) -> str:
-    """The run's NLI model ``name`` trained into its folder (or copied, as the module doc says); returns the
-    folder."""
-    train = train_or_copy if folder.config.keep_discriminator else train_nli
+def nli_stage(folder: RunFolder, name: str, training: NLITrainConfig, keep: bool) -> str:
+    """The run's NLI model ``name`` trained into its folder (or, with ``keep``: ``keep_discriminator``, copied, as
+    the module doc says); returns the folder."""
+    train = train_or_copy if keep else train_nli
     folder.stage(
         name,
         name,
@@ -61,7 +61,8 @@ def nli_models_stage(folder: RunFolder, config: ArtRunConfig) -> tuple[str, ArtR
     (the stages read the judge from its folder)."""
     discriminator = config.discriminator
     if discriminator == TRAIN_IN_RUN:
-        discriminator = nli_stage(folder, "discriminator", config.discriminator_training)
+        discriminator = nli_stage(folder, "discriminator", config.discriminator_training, config.keep_discriminator)
     if config.judge == TRAIN_IN_RUN:
-        config = dataclasses.replace(config, judge=nli_stage(folder, "judge", config.judge_training))
+        judge = nli_stage(folder, "judge", config.judge_training, config.keep_discriminator)
+        config = dataclasses.replace(config, judge=judge)
     return discriminator, config

@@ -108,7 +108,7 @@ def art_run(config: ArtRunConfig, run_dir: str | Path, resume: bool = False, ove
     folder.check()  # a mistake in --out is reported before the models are resolved (a first conversion takes 30 s)
     blocks = validate(config)
     with folder as run:
-        return _run_stages(run, blocks, engine)
+        return _run_stages(run, config, blocks, engine)
 
 
 @dataclass
@@ -125,8 +125,8 @@ class _Run:
         return self.folder.dir
 
 
-def _run_stages(folder: RunFolder, blocks: list[RoundAnchors], engine: Engine) -> Path:
-    config: ArtRunConfig = folder.config
+def _run_stages(folder: RunFolder, config: ArtRunConfig, blocks: list[RoundAnchors], engine: Engine) -> Path:
+    """The run's stages on ``config`` (the folder's, handed on as a value: each stage gets what it reads)."""
     discriminator_source, config = nli_models_stage(folder, config)
     config = warm_start_stage(folder, config)
     tasks = config.evaluated_tasks
