@@ -1,9 +1,16 @@
-"""Does a tuned side's effect over its untuned side hold across RL seeds? Pools benchmarks/warm_assay.py records, one
-call an RL seed, that share their untuned side's data (the same ``--sample-seed``) and their assay's settings: the
-assay's eval.json files of every call, the RL seed the cluster of its training seeds, in one clustered paired
-bootstrap (hardcse/evaluation/paired.py: the clusters' spread with t at G - 1 degrees of freedom, the test pairs'
-beside it). The judge's measures and the kept fraction stand per seed as each call recorded them (paired over its
-anchors), with their mean over seeds and a t interval over the seeds' estimates.
+"""Does one side's difference from another hold across seeds? Pools benchmarks/warm_assay.py records of calls alike
+(the same sides, rows, training seeds, steps and filter), one call a seed: the assays' eval.json files of every call,
+the call the cluster of its training seeds, in one clustered paired bootstrap (hardcse/evaluation/paired.py: the
+clusters' spread with t at G - 1 degrees of freedom, the test pairs' beside it). Two designs:
+
+- one sampling seed for all calls (``--sample-seed``) and an RL seed each: the untuned ``--before`` side wrote once
+  and is checked to be the same data in every call, so the interval holds RL's seeds (a tuned side against its
+  untuned generator: RL's own effect);
+- a sampling seed each (and the RL seed with it): both sides wrote anew in every call, so the interval holds the
+  generation's luck too (a side against mined negatives, say).
+
+The judge's measures and the kept fraction stand per call as each recorded them (paired over its anchors), with
+their mean over calls and a t interval over the calls' estimates.
 
     python benchmarks/warm_assay_seeds.py --work DIR --records NAME [NAME ...] [--before warm_long_strong]
         [--after art_strong] [--assay-dir NAME=DIR ...] [--name warm_assay_seeds]
@@ -46,9 +53,9 @@ def seeds_interval(values: list[float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", required=True, help="the warm_assay.py calls' --work folder")
-    parser.add_argument("--records", nargs="+", required=True, help="warm_assay.py records, one an RL seed")
-    parser.add_argument("--before", default="warm_long_strong", help="the untuned side")
-    parser.add_argument("--after", default="art_strong", help="the tuned side")
+    parser.add_argument("--records", nargs="+", required=True, help="warm_assay.py records, one a call")
+    parser.add_argument("--before", default="warm_long_strong", help="side A of B - A (the untuned side)")
+    parser.add_argument("--after", default="art_strong", help="side B of B - A (the tuned side)")
     parser.add_argument("--assay-dir", nargs="*", default=[], help="NAME=DIR for a record that names no assay folder")
     parser.add_argument("--name", default="warm_assay_seeds", help="the record's name in benchmarks/results")
     args = parser.parse_args()
@@ -73,14 +80,16 @@ def main() -> None:
         for key in ("rows", "train_seeds", "rl_steps", "candidates", "reject_shortcuts"):
             if r[key] != first[key]:
                 fail(f"{name}: {key} {r[key]} where {args.records[0]} has {first[key]}; pool calls alike")
-        if r.get("sample_seed", r["rl_seed"]) != first.get("sample_seed", first["rl_seed"]):
-            fail(f"{name}: another sampling seed than {args.records[0]}; its {before} side wrote other data")
-    rl_seeds = [r["rl_seed"] for r in records.values()]
-    if len(set(rl_seeds)) != len(rl_seeds):
-        fail(f"two records share an RL seed ({rl_seeds}); pool one call an RL seed")
+    seeds = [(r["rl_seed"], r.get("sample_seed", r["rl_seed"])) for r in records.values()]  # (RL, sampling)
+    samples = {sample for _, sample in seeds}
+    if len(set(seeds)) != len(seeds):
+        fail(f"two records ran the same RL and sampling seeds ({seeds}); pool one call a seed")
+    if len(samples) not in (1, len(seeds)):
+        fail(f"the records' sampling seeds {[s for _, s in seeds]} are neither one for all nor one each")
+    fixed = len(samples) == 1 and len(seeds) > 1  # the before side wrote once: checked below
 
     groups, before_data = {before: [], after: []}, set()
-    for name, r in records.items():
+    for call, (name, r) in enumerate(records.items(), start=1):
         folder = overrides.get(name) or r.get("assay_dir")
         if folder is None:
             fail(f"{name}: its record names no assay folder; pass --assay-dir {name}=DIR")
@@ -101,8 +110,8 @@ def main() -> None:
             mean = float(np.mean([m.record["avg7"] for m in members])) if members else float("nan")
             if len(members) != len(r["train_seeds"]) or abs(mean - recorded) > 1e-6:
                 fail(f"{assay}: its {side} runs are not {name}'s (avg7 {mean:.4f}, recorded {recorded:.4f})")
-            groups[side] += [Result(m.label, m.record, m.config, cluster=r["rl_seed"]) for m in members]
-    if len(before_data) != 1:
+            groups[side] += [Result(m.label, m.record, m.config, cluster=call) for m in members]
+    if fixed and len(before_data) != 1:
         fail(f"the records' {before} sides trained on {len(before_data)} different triplets files, not one")
 
     comparison = compare_groups(groups, [(before, after)])
@@ -114,6 +123,7 @@ def main() -> None:
             {
                 "record": name,
                 "rl_seed": r["rl_seed"],
+                "sample_seed": r.get("sample_seed", r["rl_seed"]),
                 "rl_minutes": r["rl_minutes"].get(after),
                 "kept_fraction": r["sides"][after]["kept_fraction"],
                 "judged": {m: judged[m] for m in MEASURES},
@@ -124,8 +134,8 @@ def main() -> None:
         "records": args.records,
         "before": before,
         "after": after,
-        "rl_seeds": rl_seeds,
-        "sample_seed": first.get("sample_seed", first["rl_seed"]),
+        "seeds": [{"rl": rl, "sampling": sample} for rl, sample in seeds],
+        "before_written_once": fixed,
         "rows": first["rows"],
         "train_seeds": first["train_seeds"],
         "assay_dirs": {n: overrides.get(n) or r.get("assay_dir") for n, r in records.items()},
@@ -134,28 +144,35 @@ def main() -> None:
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
-    title = f"{after} against {before} over RL seeds"
+    title = f"{after} against {before} over {'RL' if fixed else 'generation'} seeds"
     write_record(args.name, title, page(payload), payload)
 
 
 def page(p: dict) -> list[str]:
+    sampling = {s["sampling"] for s in p["seeds"]}
+    design = (
+        f"The {p['before']} side wrote once (sampling seed {sampling.pop()}), so the intervals hold RL's seeds and the "
+        "test pairs, not that one sample's luck."
+        if p["before_written_once"]
+        else "Both sides wrote anew in each call (its own sampling seed), so the intervals hold the generation's luck "
+        "too."
+    )
     lines = [
-        f"{len(p['rl_seeds'])} warm_assay.py calls (RL seeds {', '.join(map(str, p['rl_seeds']))}; records "
-        f"{', '.join(p['records'])}), each training the assay on the first {p['rows']} kept triplets of both sides at "
-        f"training seeds {', '.join(map(str, p['train_seeds']))}. The {p['before']} side wrote once (sampling seed "
-        f"{p['sample_seed']}), so the intervals hold RL's seeds and the test pairs, not that one sample's luck.",
+        f"{len(p['seeds'])} warm_assay.py calls (records {', '.join(p['records'])}), each training the assay on the "
+        f"first {p['rows']} kept triplets of both sides at training seeds {', '.join(map(str, p['train_seeds']))}. "
+        + design,
         "",
-        f"Per RL seed ({p['after']} - {p['before']}; the judge's measures paired over each call's anchors, the assay's "
+        f"Per call ({p['after']} - {p['before']}; the judge's measures paired over each call's anchors, the assay's "
         "over test pairs and training seeds):",
         "",
-        "| RL seed | RL min | kept fraction | judged positive | judged negative | judged both | kept | avg7 | "
-        "STS-B dev |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| RL seed | sampling seed | RL min | kept fraction | judged positive | judged negative | judged both | kept | "
+        "avg7 | STS-B dev |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in p["per_seed"]:
         j, a = s["judged"], s["assay"]
         lines.append(
-            f"| {s['rl_seed']} | {s['rl_minutes'] if s['rl_minutes'] is not None else '-'} | "
+            f"| {s['rl_seed']} | {s['sample_seed']} | {s['rl_minutes'] if s['rl_minutes'] is not None else '-'} | "
             f"{interval_cell(s['kept_fraction'])} | "
             + " | ".join(signed_interval(j[m]) for m in MEASURES)
             + " | "
@@ -164,10 +181,10 @@ def page(p: dict) -> list[str]:
         )
     o = p["judged_over_seeds"]
     if len(p["per_seed"]) > 1:
-        lines.append("| mean (t over seeds) | | | " + " | ".join(signed_interval(o[m]) for m in MEASURES) + " | | |")
+        lines.append("| mean (t over calls) | | | | " + " | ".join(signed_interval(o[m]) for m in MEASURES) + " | | |")
     lines += [
         "",
-        f"Pooled assay (the RL seed the cluster of its {len(p['train_seeds'])} training runs):",
+        f"Pooled assay (each call the cluster of its {len(p['train_seeds'])} training runs):",
         "",
         p["assay_table"],
         "",
