@@ -35,10 +35,26 @@ from lib.record import RESULTS, interval_cell, signed_interval, write_record
 
 MEASURES = ("synthetic_accuracy_positive", "synthetic_accuracy_negative", "synthetic_accuracy", "kept")
 COLUMNS = ("avg7", "STS-B-dev")
+# what calls must share to be pooled: the assay's, the generation's and the warm starts' settings
+SETTINGS = ("rows", "train_seeds", "rl_steps", "candidates", "reject_shortcuts", "reward_penalties", "strong_filter")
+SETTINGS += ("warm_start", "long_warm_start")
+
+
+def setting(record: dict, key: str) -> object:
+    """A record's ``key`` as the pooling compares it: a warm start by its training config."""
+    value = record.get(key)
+    return value["config"] if key.endswith("warm_start") and value else value
 
 
 def fail(message: str) -> None:
     sys.exit(f"error: {message}")
+
+
+def signed(interval: dict, sign: int) -> dict:
+    """A recorded B - A interval as A - B where ``sign`` is -1."""
+    if sign == 1:
+        return interval
+    return {**interval, "estimate": -interval["estimate"], "low": -interval["high"], "high": -interval["low"]}
 
 
 def seeds_interval(values: list[float]) -> dict:
@@ -77,9 +93,9 @@ def main() -> None:
     for name, r in records.items():
         if not {before, after} <= set(r["sides"]):
             fail(f"{name}: its sides are {', '.join(r['sides'])}, not {before} and {after}")
-        for key in ("rows", "train_seeds", "rl_steps", "candidates", "reject_shortcuts"):
-            if r[key] != first[key]:
-                fail(f"{name}: {key} {r[key]} where {args.records[0]} has {first[key]}; pool calls alike")
+        for key in SETTINGS:
+            if (value := setting(r, key)) != (expected := setting(first, key)):
+                fail(f"{name}: {key} {value} where {args.records[0]} has {expected}; pool calls alike")
     seeds = [(r["rl_seed"], r.get("sample_seed", r["rl_seed"])) for r in records.values()]  # (RL, sampling)
     samples = {sample for _, sample in seeds}
     if len(set(seeds)) != len(seeds):
@@ -88,7 +104,7 @@ def main() -> None:
         fail(f"the records' sampling seeds {[s for _, s in seeds]} are neither one for all nor one each")
     fixed = len(samples) == 1 and len(seeds) > 1  # the before side wrote once: checked below
 
-    groups, before_data = {before: [], after: []}, set()
+    groups, before_data, calls = {before: [], after: []}, set(), {}
     for call, (name, r) in enumerate(records.items(), start=1):
         folder = overrides.get(name) or r.get("assay_dir")
         if folder is None:
@@ -111,14 +127,19 @@ def main() -> None:
             if len(members) != len(r["train_seeds"]) or abs(mean - recorded) > 1e-6:
                 fail(f"{assay}: its {side} runs are not {name}'s (avg7 {mean:.4f}, recorded {recorded:.4f})")
             groups[side] += [Result(m.label, m.record, m.config, cluster=call) for m in members]
+            calls.setdefault(name, {})[side] = members
     if fixed and len(before_data) != 1:
         fail(f"the records' {before} sides trained on {len(before_data)} different triplets files, not one")
 
     comparison = compare_groups(groups, [(before, after)])
     per_seed = []
     for name, r in records.items():
-        judged = r["judged_pairs"][f"{after} - {before}"]
-        difference = next(d for d in r["assay"]["differences"] if (d["a"], d["b"]) == (before, after))
+        # the judge's measures as the call recorded them (warm_assay.py pairs no side with mined: none then)
+        pairs = r["judged_pairs"]
+        sign, judged = (1, pairs.get(f"{after} - {before}")) if f"{after} - {before}" in pairs else (-1, None)
+        if judged is None and f"{before} - {after}" in pairs:
+            judged = pairs[f"{before} - {after}"]
+        own = compare_groups(calls[name], [(before, after)]).differences[(before, after)]  # this call alone
         per_seed.append(
             {
                 "record": name,
@@ -126,8 +147,8 @@ def main() -> None:
                 "sample_seed": r.get("sample_seed", r["rl_seed"]),
                 "rl_minutes": r["rl_minutes"].get(after),
                 "kept_fraction": r["sides"][after]["kept_fraction"],
-                "judged": {m: judged[m] for m in MEASURES},
-                "assay": {c: difference["b_minus_a"][c] for c in COLUMNS if c in difference["b_minus_a"]},
+                "judged": {m: signed(judged[m], sign) for m in MEASURES} if judged else None,
+                "assay": {c: own[c].to_dict() for c in COLUMNS if c in own},
             }
         )
     payload = {
@@ -140,7 +161,11 @@ def main() -> None:
         "train_seeds": first["train_seeds"],
         "assay_dirs": {n: overrides.get(n) or r.get("assay_dir") for n, r in records.items()},
         "per_seed": per_seed,
-        "judged_over_seeds": {m: seeds_interval([s["judged"][m]["estimate"] for s in per_seed]) for m in MEASURES},
+        "judged_over_seeds": {
+            m: seeds_interval([s["judged"][m]["estimate"] for s in per_seed if s["judged"]]) for m in MEASURES
+        }
+        if all(s["judged"] for s in per_seed)
+        else None,
         "assay": comparison_json(comparison),
         "assay_table": comparison_markdown(comparison),
     }
@@ -174,17 +199,23 @@ def page(p: dict) -> list[str]:
         lines.append(
             f"| {s['rl_seed']} | {s['sample_seed']} | {s['rl_minutes'] if s['rl_minutes'] is not None else '-'} | "
             f"{interval_cell(s['kept_fraction'])} | "
-            + " | ".join(signed_interval(j[m]) for m in MEASURES)
+            + " | ".join(signed_interval(j[m]) if j else "-" for m in MEASURES)
             + " | "
             + " | ".join(signed_interval(a[c], 2) if c in a else "-" for c in COLUMNS)
             + " |"
         )
     o = p["judged_over_seeds"]
-    if len(p["per_seed"]) > 1:
+    if o and len(p["per_seed"]) > 1:
         lines.append("| mean (t over calls) | | | | " + " | ".join(signed_interval(o[m]) for m in MEASURES) + " | | |")
     lines += [
         "",
-        f"Pooled assay (each call the cluster of its {len(p['train_seeds'])} training runs):",
+        f"Pooled assay (each call the cluster of its {len(p['train_seeds'])} training runs"
+        + (
+            f"; the {p['before']} row's runs are the same data trained once a call, so its n counts repeats"
+            if p["before_written_once"]
+            else ""
+        )
+        + "):",
         "",
         p["assay_table"],
         "",

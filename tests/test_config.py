@@ -13,7 +13,7 @@ from hardcse.art.config import (
     TuneConfig,
 )
 from hardcse.assay import AssayConfig
-from hardcse.config import load_config, save_config
+from hardcse.config import config_from_dict, config_to_dict, load_config, save_config
 from hardcse.datacube.config import DataCubeConfig
 from hardcse.diffaug.config import DiffAugConfig
 from hardcse.discriminator.train import NLITrainConfig
@@ -152,9 +152,9 @@ OUT_OF_RANGE = [
 def test_grpo_batches_split_into_groups_and_old_ppo_keys_name_their_new_place():
     with pytest.raises(HardcseError, match=r"^override batch_size=10: 10 is not a multiple of grpo.group_size 4"):
         load_config(RLConfig, overrides=["algorithm=grpo", "batch_size=10"])
-    with pytest.raises(HardcseError, match=r"^override minibatch_size=6: 6 is not a multiple of grpo.group_size 4"):
-        load_config(RLConfig, overrides=["algorithm=grpo", "minibatch_size=6"])  # a minibatch holds whole groups
-    load_config(RLConfig, overrides=["minibatch_size=6"])  # PPO: one row a prompt
+    grpo = load_config(RLConfig, overrides=["algorithm=grpo", "minibatch_size=6"])
+    assert (grpo.rows_per_prompt, grpo.minibatch_unit) == (4, 1)  # a minibatch of 6 splits groups: rows drawn singly
+    assert load_config(RLConfig, overrides=["algorithm=grpo"]).minibatch_unit == 4
     with pytest.raises(HardcseError, match=r"^override ppo.steps=3: this key is now rl; rename it"):
         load_config(TuneConfig, overrides=["ppo.steps=3"])
     with pytest.raises(HardcseError, match=r"^override rl.ppo_epochs=3: this key is now epochs"):
@@ -166,26 +166,49 @@ def test_rl_keys_that_moved_into_their_algorithms_block_still_load_with_a_warnin
     old.write_text("rl:\n  algorithm: grpo\n  kl_coef: 0.05\n  lam: 0.9\n  group_size: 2\n  grpo_beta: 0.1\n")
     with caplog.at_level("WARNING", logger="hardcse.config"):
         config = load_config(TuneConfig, old)
-    assert (config.rl.ppo.kl_coef, config.rl.ppo.lam, config.rl.grpo.group_size, config.rl.grpo.beta) == (
-        0.05,
-        0.9,
-        2,
-        0.1,
-    )
-    assert config.rl.rows_per_prompt == 2
-    [warning] = [r.getMessage() for r in caplog.records]
-    assert warning == (
-        "rl: kl_coef, lam, group_size, grpo_beta moved into a block; read as rl.ppo.kl_coef, rl.ppo.lam, "
-        "rl.grpo.group_size, rl.grpo.beta. Rename them in the config."
-    )
+    rl = config.rl
+    assert (rl.ppo.kl_coef, rl.ppo.lam, rl.grpo.group_size, rl.grpo.beta, rl.rows_per_prompt) == (0.05, 0.9, 2, 0.1, 2)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{old}: rl.kl_coef, rl.lam, rl.group_size, rl.grpo_beta moved into a block; read as rl.ppo.kl_coef, "
+        "rl.ppo.lam, rl.grpo.group_size, rl.grpo.beta. The old keys still load; new configs write the new ones."
+    ]
     new = tmp_path / "new.yaml"
     save_config(config, new)  # saved under the new keys: loads again without a warning, to the same config
     caplog.clear()
     with caplog.at_level("WARNING", logger="hardcse.config"):
         assert load_config(TuneConfig, new) == config
+        assert config_from_dict(TuneConfig, config_to_dict(config), "saved") == config
     assert not caplog.records
-    with pytest.raises(HardcseError, match=rf"^{re.escape(str(old))}: rl.lam: given here and as rl.ppo.lam; keep"):
-        load_config(TuneConfig, old, ["rl.ppo.lam=0.8"])  # the file's old key and the override's new one
+    both = tmp_path / "both.yaml"
+    both.write_text("rl:\n  lam: 0.9\n  ppo:\n    lam: 0.8\n")
+    with pytest.raises(HardcseError, match=rf"^{re.escape(str(both))}: rl.lam: given here and as rl.ppo.lam; keep"):
+        load_config(TuneConfig, both)
+
+
+def test_a_moved_key_overrides_like_any_key_whichever_place_each_source_writes(tmp_path, caplog):
+    base = tmp_path / "base.yaml"
+    base.write_text("rl:\n  ppo:\n    kl_coef: 0.3\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("base: base.yaml\nrl:\n  kl_coef: 0.05\n")  # the old key over a base with the new one
+    assert load_config(TuneConfig, child).rl.ppo.kl_coef == 0.05
+    base.write_text("rl:\n  kl_coef: 0.3\n")
+    child.write_text("base: base.yaml\nrl:\n  ppo:\n    kl_coef: 0.05\n")  # the new key over an old base
+    assert load_config(TuneConfig, child).rl.ppo.kl_coef == 0.05
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hardcse.config"):
+        config = load_config(TuneConfig, child, ["rl={grpo_beta: 0.5}", "rl.kl_coef=0.15"])
+    assert (config.rl.ppo.kl_coef, config.rl.grpo.beta) == (0.15, 0.5)
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == [
+        f"{base}: rl.kl_coef moved into a block",
+        "override rl={grpo_beta: 0.5}: rl.grpo_beta moved into a block",
+        "override rl.kl_coef=0.15: rl.kl_coef moved into a block",
+    ]
+    with pytest.raises(HardcseError, match=r"^override rl.lam=2: 2.0 must be"):  # the old key's mistake, named
+        load_config(TuneConfig, overrides=["rl.lam=2"])
+    with pytest.raises(HardcseError, match=r"^override 'rl.kl_coef=0.1': ppo is not a block of keys"):
+        load_config(TuneConfig, overrides=["rl.ppo=3", "rl.kl_coef=0.1"])
+    with pytest.raises(HardcseError, match=r"^override rl={ppo: 3, lam: 0.9}: rl.lam: unknown key"):
+        load_config(TuneConfig, overrides=["rl={ppo: 3, lam: 0.9}"])  # no block to move it into: an error, no crash
 
 
 @pytest.mark.parametrize(("cls", "override", "key"), OUT_OF_RANGE)

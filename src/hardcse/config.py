@@ -5,7 +5,9 @@ The classes live beside the code they configure (``hardcse.training.TrainingSett
 A class checks its own values in ``__post_init__`` with the helpers below, so a mistake is reported before any
 work, naming the key and the allowed values. A class lists keys that were renamed in ``RENAMED`` (old -> new):
 an old key in a file gets an error that names the new one. Keys that moved into a block of their class are listed in
-``MOVED`` (old -> ``block.key``): they still load, into the block, with a warning naming the new place.
+``MOVED`` (old -> ``block.key``): each source (a file, a base file, an override, a saved mapping) is read with its
+old keys in their block before the sources are merged, so the later source wins as for any key, with one warning
+per source that names it and the new places.
 """
 
 from __future__ import annotations
@@ -163,27 +165,61 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-def _moved_into_blocks(cls: type, data: dict, where: str) -> dict:
-    """``data`` with the keys ``cls.MOVED`` names (old key -> ``block.key``) put in their block, and one warning
-    that names each key's new place; a key given at both places is an error."""
-    moved = [key for key in data if key in getattr(cls, "MOVED", {})]
-    if not moved:
+def _dataclass_field(cls: type, name: str) -> type | None:
+    """The dataclass type of ``cls``'s field ``name`` (a block of keys), or None."""
+    if not dataclasses.is_dataclass(cls) or name not in {f.name for f in dataclasses.fields(cls)}:
+        return None
+    tp = typing.get_type_hints(cls)[name]
+    return tp if dataclasses.is_dataclass(tp) else None
+
+
+def _moved_keys(cls: type | None, data: Any, where: str, moves: list[tuple[str, str]]) -> Any:
+    """One source's ``data`` for ``cls`` (a file, an override's value, a saved mapping) with each key that a class of
+    its tree lists in ``MOVED`` (old -> ``block.key``) put in its block, and (old, new) dotted keys appended to
+    ``moves``. A key given at both places in one source is an error; across sources the later one wins, as for any
+    key, since each source is moved before they are merged."""
+    if cls is None or not isinstance(data, dict):
         return data
     data = dict(data)
-    for key in moved:
+    for key in [k for k in data if k in getattr(cls, "MOVED", {})]:
         block, leaf = cls.MOVED[key].split(".")
+        if not isinstance(data.get(block) or {}, dict):
+            continue  # not a block of keys: _from_dict names it
         inner = data[block] = dict(data.get(block) or {})
+        new = _path(where, cls.MOVED[key])
         if leaf in inner:
-            new = _path(where, cls.MOVED[key])
             raise ConfigKeyError(_path(where, key), f"given here and as {new}; keep {new} only")
         inner[leaf] = data.pop(key)
-    log.warning(
-        "%s: %s moved into a block; read as %s. Rename them in the config.",
-        where or cls.__name__,
-        ", ".join(moved),
-        ", ".join(_path(where, cls.MOVED[key]) for key in moved),
-    )
+        moves.append((_path(where, key), new))
+    for name, value in data.items():
+        data[name] = _moved_keys(_dataclass_field(cls, name), value, _path(where, name), moves)
     return data
+
+
+def _moved_key(cls: type, key: str, moves: list[tuple[str, str]]) -> tuple[str, type | None]:
+    """An override's dotted ``key`` with each part a class lists in ``MOVED`` put in its block, and the class of
+    the block it names (None where it names a value)."""
+    parts: list[str] = []
+    for part in key.split("."):
+        if part in getattr(cls, "MOVED", {}):
+            old = ".".join([*parts, part])
+            parts += cls.MOVED[part].split(".")
+            moves.append((old, ".".join(parts)))
+            cls = _dataclass_field(_dataclass_field(cls, parts[-2]), parts[-1])
+        else:
+            parts.append(part)
+            cls = _dataclass_field(cls, part)
+    return ".".join(parts), cls
+
+
+def _warn_moved(source: str, moves: list[tuple[str, str]]) -> None:
+    if moves:
+        log.warning(
+            "%s: %s moved into a block; read as %s. The old keys still load; new configs write the new ones.",
+            source,
+            ", ".join(old for old, _ in moves),
+            ", ".join(new for _, new in moves),
+        )
 
 
 def _from_dict(cls: type[T], data: dict, where: str) -> T:
@@ -193,7 +229,6 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
     for key in data:
         if key in renamed:
             raise ConfigKeyError(_path(where, key), f"this key is now {renamed[key]}; rename it in the config")
-    data = _moved_into_blocks(cls, data, where)
     unknown = sorted(set(data) - names)
     if unknown:  # named at the first unknown key itself, so an override that wrote it is the one blamed
         more = f" (and {unknown[1:]})" if len(unknown) > 1 else ""
@@ -203,9 +238,8 @@ def _from_dict(cls: type[T], data: dict, where: str) -> T:
         # A partial block updates the field's own default (a method's training defaults), not the class defaults.
         if f.name in data and isinstance(data[f.name], dict) and f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
-            if dataclasses.is_dataclass(default):  # the block's own moved keys first: the defaults hold the new ones
-                block = _moved_into_blocks(type(default), data[f.name], _path(where, f.name))
-                data[f.name] = _merge(dataclasses.asdict(default), block)
+            if dataclasses.is_dataclass(default):
+                data[f.name] = _merge(dataclasses.asdict(default), data[f.name])
     values = {k: _coerce(v, hints[k], _path(where, k)) for k, v in data.items()}
     try:
         return cls(**values)
@@ -236,9 +270,10 @@ def _yaml_text(path: Path) -> str:
         raise HardcseError(f"{path}: cannot be read ({e.strerror})") from None
 
 
-def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+def _read_yaml(path: Path, cls: type | None = None, seen: tuple[Path, ...] = ()) -> dict:
     """A config file's mapping; ``base: other.yaml`` (relative to the file) is read first and updated by the
-    file's own keys, nested mappings key by key."""
+    file's own keys, nested mappings key by key. With ``cls``, each file's keys that moved into a block are read
+    there (:func:`_moved_keys`), with a warning that names the file."""
     if path.resolve() in seen:
         raise HardcseError(f"{path}: `base` files form a cycle")
     try:
@@ -250,6 +285,12 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     if not isinstance(data, dict):
         raise HardcseError(f"{path}: the top level must be a mapping of keys to values")
     base = data.pop("base", None)
+    moves: list[tuple[str, str]] = []
+    try:
+        data = _moved_keys(cls, data, "", moves)
+    except ConfigKeyError as e:
+        raise HardcseError(f"{path}: {e}") from None
+    _warn_moved(str(path), moves)
     if base is None:
         return data
     if not isinstance(base, str) or not base.strip():
@@ -257,7 +298,7 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     base_path = path.parent / base
     if not base_path.is_file():
         raise HardcseError(f"{path}: base: {base}: no such config file ({base_path})")
-    return _merge(_read_yaml(base_path, (*seen, path.resolve())), data)
+    return _merge(_read_yaml(base_path, cls, (*seen, path.resolve())), data)
 
 
 def _one_line(error: yaml.YAMLError) -> str:
@@ -281,12 +322,14 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     data: dict = {}
     if path is not None:
         path = config_path(path)
-        data = _read_yaml(path)
+        data = _read_yaml(path, cls)
     written: dict[str, str] = {}  # dotted key -> the override that set it (the last one wins, as in the data)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise HardcseError(f"override {item!r}: write key=value")
+        moves: list[tuple[str, str]] = []
+        key, block = _moved_key(cls, key, moves)  # an old key is written where it moved to
         target = data
         *parents, leaf = key.split(".")
         for part in parents:
@@ -294,12 +337,17 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
             if not isinstance(target, dict):
                 raise HardcseError(f"override {item!r}: {part} is not a block of keys")
         try:
-            target[leaf] = yaml.safe_load(raw) if raw else ""
+            value = yaml.safe_load(raw) if raw else ""
         except yaml.YAMLError as e:
             raise HardcseError(
                 f"override {item!r}: the value is not valid YAML ({_one_line(e)}); put text with special characters "
                 "in YAML quotes: key='\"text\"'"
             ) from None
+        try:
+            target[leaf] = _moved_keys(block, value, key, moves)
+        except ConfigKeyError as e:
+            raise HardcseError(f"override {item}: {e}") from None
+        _warn_moved(f"override {item}", moves)
         written[key] = item
     try:
         return _from_dict(cls, data, "")
@@ -323,8 +371,11 @@ def _within(key: str, override: str) -> bool:
 
 
 def config_from_dict(cls: type[T], data: dict, where: str) -> T:
-    """A ``cls`` from a mapping (a saved config), checked as a file would be; errors name ``where``."""
+    """A ``cls`` from a mapping (a saved config), checked as a file would be; errors and warnings name ``where``."""
+    moves: list[tuple[str, str]] = []
     try:
+        data = _moved_keys(cls, data, "", moves)
+        _warn_moved(where, moves)
         return _from_dict(cls, data, "")
     except ConfigKeyError as e:
         raise HardcseError(f"{where}: {e}") from None

@@ -101,6 +101,13 @@ class RLConfig(Checked):
         return self.grpo.group_size if self.algorithm == "grpo" else 1
 
     @property
+    def minibatch_unit(self) -> int:
+        """The rows a minibatch draw keeps together: a whole group where the minibatch holds whole groups (fewer
+        prompt prefixes a minibatch), else single rows (GRPO's advantages are computed over the step's groups before
+        any minibatch, so a group split across minibatches changes no number but the cost)."""
+        return self.rows_per_prompt if self.minibatch_size % self.rows_per_prompt == 0 else 1
+
+    @property
     def anchors_per_step(self) -> int:
         """Distinct anchors a step reads."""
         return self.batch_size // self.rows_per_prompt
@@ -114,8 +121,7 @@ class RLConfig(Checked):
         check_nonnegative("log_completions", self.log_completions)
         if self.minibatch_size > self.batch_size:
             raise ConfigValueError("minibatch_size", f"{self.minibatch_size} is larger than batch_size")
-        for key in ("batch_size", "minibatch_size"):  # a step and a minibatch hold whole groups
-            if getattr(self, key) % self.rows_per_prompt:
-                raise ConfigValueError(
-                    key, f"{getattr(self, key)} is not a multiple of grpo.group_size {self.grpo.group_size}"
-                )
+        if self.batch_size % self.rows_per_prompt:  # a step holds whole groups
+            raise ConfigValueError(
+                "batch_size", f"{self.batch_size} is not a multiple of grpo.group_size {self.grpo.group_size}"
+            )

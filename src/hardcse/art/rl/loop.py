@@ -279,7 +279,7 @@ class RLTrainer:
         """The row partition of each optimisation epoch of this step, drawn before the step counts itself (seed +
         the steps done): a resumed step repeats it. Rows of one prompt stay together (few prefixes per minibatch)."""
         generator = torch.Generator().manual_seed(self.config.seed + self.step_count)
-        unit = self.config.rows_per_prompt  # whole groups: RLConfig checks batch and minibatch sizes hold them
+        unit = self.config.minibatch_unit
 
         def shuffled_rows() -> torch.Tensor:
             units = torch.randperm(n // unit, generator=generator)
