@@ -83,7 +83,7 @@ log = logging.getLogger(__name__)
 CACHE_BLOCK = 32
 PREFIX_CACHING = True  # benchmarks/synthesis_prefix.py turns it off in its own process to measure what it gains
 # keys and values cached in the precision the model computes in where that is bfloat16 (kv_cache_precision);
-# benchmarks/synthesis_settings.py turns it off in its own process to measure what it gains
+# turned off in its own process, it measured what it gains (benchmarks/results/synthesis_settings.md)
 KV_CACHE_IN_MODEL_PRECISION = True
 EXPORT_FORMAT = 1  # bump when the exported graph changes: older exports are then made again
 MODEL_FILE = "openvino_model.xml"
