@@ -267,29 +267,35 @@ def main() -> None:
         best_of, rule="threshold", min_entailment=args.strong_entailment, min_contradiction=args.strong_contradiction
     )
     long_source = str(long_dir) if long_sides & set(args.sides) else None
-    sides = {  # side: (generator, its prompts, the filter, its reward, mining or not)
-        "mined": (config.generator.model, raw_prompts, config.filter, reward, True),
-        "warm": (str(warm_dir), no_demonstration, best_of, reward, False),
-        "art": (str(art_dir), no_demonstration, best_of, reward, False),
-        "warm_edit": (str(edit_dir) if "warm_edit" in args.sides else None, no_demonstration, best_of, reward, False),
-        "warm_long": (long_source, no_demonstration, best_of, reward, False),
-        "warm_long_strong": (long_source, no_demonstration, strong_filter, strong_reward, False),
-        "warm_long_strong_argmax": (long_source, no_demonstration, best_of, strong_reward, False),
-        "art_strong": (str(art_strong_dir), no_demonstration, strong_filter, strong_reward, False),
-        "warm_strong": (str(warm_dir), no_demonstration, strong_filter, strong_reward, False),
-        "art_warm_strong": (str(art_warm_strong_dir), no_demonstration, strong_filter, strong_reward, False),
+    by_quickstart, by_strong = (reward, discriminator_dir), (strong_reward, strong_dir)  # a reward, the model it reads
+    sides = {  # side: (generator, its prompts, the filter, its reward and its NLI folder, mining or not)
+        "mined": (config.generator.model, raw_prompts, config.filter, by_quickstart, True),
+        "warm": (str(warm_dir), no_demonstration, best_of, by_quickstart, False),
+        "art": (str(art_dir), no_demonstration, best_of, by_quickstart, False),
+        "warm_edit": (
+            str(edit_dir) if "warm_edit" in args.sides else None,
+            no_demonstration,
+            best_of,
+            by_quickstart,
+            False,
+        ),
+        "warm_long": (long_source, no_demonstration, best_of, by_quickstart, False),
+        "warm_long_strong": (long_source, no_demonstration, strong_filter, by_strong, False),
+        "warm_long_strong_argmax": (long_source, no_demonstration, best_of, by_strong, False),
+        "art_strong": (str(art_strong_dir), no_demonstration, strong_filter, by_strong, False),
+        "warm_strong": (str(warm_dir), no_demonstration, strong_filter, by_strong, False),
+        "art_warm_strong": (str(art_warm_strong_dir), no_demonstration, strong_filter, by_strong, False),
     }
     sides = {side: value for side, value in sides.items() if side in args.sides}
     sides_order = list(sides)
     corpus = split_anchors(config.anchors).train
     anchors = corpus[: args.max_anchors]
     results, data, per_side, anchors_of = {}, {}, {}, {}
-    for side, (source, prompts, filter_config, side_reward, mined) in sides.items():
+    for side, (source, prompts, filter_config, (side_reward, side_nli), mined) in sides.items():
         records, triplets, seconds = [], [], 0.0
         # what decides the side's chunks: its generator (a folder by its files), prompts, filter, the weights of the
         # discriminator that filters it, the reward's settings and encoder (best of k keeps the highest r2), mining,
         # chunk size, anchors and engine; a model trained again in its folder gives another key
-        side_nli = strong_dir if side_reward is strong_reward else discriminator_dir
         generator = model_digest(source) or source
         settings = (prompts, filter_config, mined, args.chunk, anchors, config.reward, config.encoder, config.mining)
         key = chunk_key(source, generator, *settings, model_digest(str(side_nli)), engine)
