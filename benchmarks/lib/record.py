@@ -16,7 +16,8 @@ today (:func:`provenance.machine_line`). A page rebuilt from stored runs names t
 today's: it passes them (``machine=provenance.recorded_runs(...)``, ``date=`` the runs' or ``False``), and the
 layout options keep such a page byte-identical to the one its records made before.
 
-hardcse's imports stay inside the functions: art_speed.py's "before" side imports its script with an older hardcse.
+hardcse's imports stay inside the functions: a script that times an older commit's code imports itself with that
+commit's hardcse.
 """
 
 from __future__ import annotations
