@@ -26,6 +26,7 @@ LAYERS = {
     "hardcse.art.reward": 5,
     "hardcse.art.reward.config": 3,  # the reward's config and its terms' loading: what art/config.py builds on
     "hardcse.art.reward.term_loading": 3,
+    "hardcse.art.rl.config": 3,  # RL's settings (rl.ppo, rl.grpo): what art/config.py builds on
     "hardcse.art.generator": 4,
     "hardcse.art": 3,  # art/config.py, warm_start_config.py, log_keys.py
     "hardcse.evaluation": 3,
