@@ -31,13 +31,19 @@ import numpy as np
 from lib.record import RESULTS, signed_interval, write_record
 
 
+def is_wrong(row: dict, measure: str) -> bool:
+    """Whether the read calls ``measure`` (wrong_positive, wrong_negative, wrong_triplet) wrong in ``row``."""
+    negative = (not row["negative_ok"]) if "negative_ok" in row else row["negative_false_negative"]
+    return {"wrong_positive": not row["positive_ok"], "wrong_negative": negative}.get(
+        measure, (not row["positive_ok"]) or negative
+    )
+
+
 def counts(rows: list[dict]) -> dict:
     """The read's tallies: wrong positives, wrong negatives (or false negatives), either, and the shortcuts."""
     generated = "negative_ok" in rows[0]
-    wrong_positive = sum(not r["positive_ok"] for r in rows)
-    wrong_negative = sum(not r["negative_ok"] if generated else r["negative_false_negative"] for r in rows)
-    either = sum(
-        (not r["positive_ok"]) or (not r["negative_ok"] if generated else r["negative_false_negative"]) for r in rows
+    wrong_positive, wrong_negative, either = (
+        sum(is_wrong(r, m) for r in rows) for m in ("wrong_positive", "wrong_negative", "wrong_triplet")
     )
     shortcuts = [r.get("shortcuts") or ([r["shortcut"]] if r.get("shortcut") else []) for r in rows]
     return {
@@ -49,19 +55,10 @@ def counts(rows: list[dict]) -> dict:
         "deletion_positive": sum("deletion" in s for s in shortcuts),
         "negation_negative": sum("negation" in s for s in shortcuts),
         "right_with_shortcut": sum(
-            bool(s) and r["positive_ok"] and (r["negative_ok"] if generated else not r["negative_false_negative"])
-            for r, s in zip(rows, shortcuts, strict=True)
+            bool(s) and not is_wrong(r, "wrong_triplet") for r, s in zip(rows, shortcuts, strict=True)
         ),
         "right_answers": sum(r["positive_ok"] for r in rows) + sum(r["negative_ok"] for r in rows if generated),
     }
-
-
-def is_wrong(row: dict, measure: str) -> bool:
-    """Whether the read calls ``measure`` (wrong_positive, wrong_negative, wrong_triplet) wrong in ``row``."""
-    negative = (not row["negative_ok"]) if "negative_ok" in row else row["negative_false_negative"]
-    return {"wrong_positive": not row["positive_ok"], "wrong_negative": negative}.get(
-        measure, (not row["positive_ok"]) or negative
-    )
 
 
 def anchor_bootstrap_difference(
